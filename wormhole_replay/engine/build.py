@@ -1,0 +1,280 @@
+"""Turn a topology, a flow set and a config into the engine's arrays (the QuantEcon-style facade
+validates and allocates here; the kernels in ``core`` only compute)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..config import SimConfig
+from ..errors import InputError
+from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pair_metrics
+from ..workload.flowfile import FlowSet
+from . import layout as L
+from .heap import heap_set, new_heap
+
+INITIAL_PACKETS = 4096
+INITIAL_PFC_LOG = 1024
+SPORT_BASE = 10000  # third.cc: each host numbers its flows' source ports from 10000
+
+
+def _i64(x):
+    return np.array(x, dtype=np.int64)  # always a fresh, writable, C-contiguous copy
+
+
+def _f64(x):
+    return np.array(x, dtype=np.float64)
+
+
+@dataclass
+class EngineState:
+    """The arrays the kernels work on, in the order ``core.run`` takes them (see ``layout``)."""
+
+    pt: np.ndarray
+    ptf: np.ndarray
+    qt: np.ndarray
+    nt: np.ndarray
+    ht: np.ndarray
+    ft: np.ndarray
+    ff: np.ndarray
+    fh: np.ndarray
+    fhf: np.ndarray
+    pk: np.ndarray
+    paths: np.ndarray
+    order: np.ndarray
+    qpl: np.ndarray
+    kick: np.ndarray
+    hs: np.ndarray
+    hpos: np.ndarray
+    hn: np.ndarray
+    ci: np.ndarray
+    cf: np.ndarray
+    st: np.ndarray
+    pfc: np.ndarray
+    scr: np.ndarray
+
+    def args(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+@dataclass
+class Plan:
+    """What the engine was given, in the form output writers need."""
+
+    sport: np.ndarray  # int64[F]
+    pair_rtt: np.ndarray  # int64[F] base RTT of the flow's host pair
+    pair_bw: np.ndarray  # int64[F] bottleneck bps of the pair
+    data_paths: list
+    ack_paths: list
+
+
+def flow_paths(topo, flows: FlowSet, routes=None, sport=None, pinned=None):
+    """Per flow, the node ids of its data path and of its ACK path (ECMP-hashed, or pinned)."""
+    if pinned is not None:
+        data_paths, ack_paths = pinned
+        for f in range(len(flows)):
+            s, d = int(flows.src[f]), int(flows.dst[f])
+            if data_paths[f][0] != s or data_paths[f][-1] != d or ack_paths[f][0] != d or ack_paths[f][-1] != s:
+                raise InputError(f"paths: flow {f} ({s}->{d}) is pinned to a path with other endpoints")
+        return data_paths, ack_paths
+    if routes is None:
+        routes = compute_routes(topo)
+    data_paths, ack_paths = [], []
+    for f in range(len(flows)):
+        s, d, dp = int(flows.src[f]), int(flows.dst[f]), int(flows.dport[f])
+        data_paths.append(flow_path(topo, routes, s, d, int(sport[f]), dp, ack=False))
+        ack_paths.append(flow_path(topo, routes, s, d, int(sport[f]), dp, ack=True))
+    return data_paths, ack_paths
+
+
+def source_ports(flows: FlowSet) -> np.ndarray:
+    """Source port of every flow: a per-source-host counter from 10000, in start order."""
+    sport = np.zeros(len(flows), dtype=np.int64)
+    nxt: dict[int, int] = {}
+    for f in np.argsort(flows.start_ns, kind="stable"):
+        s = int(flows.src[f])
+        sport[f] = nxt.get(s, SPORT_BASE)
+        nxt[s] = sport[f] + 1
+    return sport
+
+
+def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
+    """Allocate every engine array; return ``(EngineState, Plan)``."""
+    cfg.validate()
+    ports = topo.ports()
+    P = ports.n_ports
+    N = topo.n_nodes
+    hosts = topo.hosts
+    H = len(hosts)
+    F = len(flows)
+    host_index = np.asarray(topo.host_index(), dtype=np.int64)
+    is_switch = np.asarray(topo.is_switch, dtype=np.bool_)
+    port_is_host = ~is_switch[ports.node]
+
+    # --- ports, nodes, hosts ------------------------------------------------------------------
+    host_port = np.zeros(H, dtype=np.int64)
+    for p in np.nonzero(port_is_host)[0]:
+        host_port[host_index[ports.node[p]]] = p
+    nic_rate = int(ports.rate_bps[host_port[0]]) if H else 1
+    pt = np.zeros((P, L.PT_LEN), np.int64)
+    ptf = np.zeros((P, L.PTF_LEN), np.float64)
+    pt[:, L.PT_NODE] = ports.node
+    pt[:, L.PT_PEER] = ports.peer_port
+    pt[:, L.PT_RATE] = ports.rate_bps
+    pt[:, L.PT_DELAY] = ports.delay_ns
+    pt[:, L.PT_IFINDEX] = ports.ifindex
+    pt[:, L.PT_IS_HOST] = port_is_host
+    pt[:, L.PT_BUSY_UNTIL] = -1
+    pt[:, L.PT_LN_HEAD] = -1
+    pt[:, L.PT_LN_TAIL] = -1
+    for p in np.nonzero(~port_is_host)[0]:
+        rate, delay = int(ports.rate_bps[p]), int(ports.delay_ns[p])
+        kmin, kmax, ptf[p, L.PTF_PMAX] = cfg.ecn_for_rate(rate)
+        pt[p, L.PT_KMIN], pt[p, L.PT_KMAX] = kmin, kmax
+        pt[p, L.PT_HEADROOM] = rate * delay // 8 // 1_000_000_000 * 3  # 3x one-way BDP (third.cc)
+        shift = 3  # dynamic threshold alpha = 1/8, halved per doubling of rate above the NIC's
+        while rate > nic_rate and shift > 0:
+            shift -= 1
+            rate //= 2
+        pt[p, L.PT_PFC_SHIFT] = shift
+    link_error = np.asarray(topo.link_error_rate, dtype=np.float64)
+    ptf[:, L.PTF_ERROR] = np.repeat(link_error, 2)
+    reserve = 4 * 1024
+    nt = np.zeros((N, L.NT_LEN), np.int64)
+    nt[:, L.NT_IS_SWITCH] = is_switch
+    nt[:, L.NT_HOST] = host_index
+    np.add.at(nt[:, L.NT_TOTAL_HDRM], ports.node, pt[:, L.PT_HEADROOM])
+    np.add.at(nt[:, L.NT_TOTAL_RSRV], ports.node, np.where(port_is_host, 0, reserve))
+    qt = np.zeros((P * L.NQ, L.QT_LEN), np.int64)
+    qt[:, L.QT_HEAD] = -1
+    qt[:, L.QT_TAIL] = -1
+
+    # --- flows and paths ----------------------------------------------------------------------
+    if routes is None:
+        routes = compute_routes(topo)
+    sport = source_ports(flows)
+    data_paths, ack_paths = flow_paths(topo, flows, routes, sport, pinned)
+    segs, off = [], 0
+    ft = np.zeros((F, L.FT_LEN), np.int64)
+    for f in range(F):
+        for path, col in ((data_paths[f], L.FT_DPATH), (ack_paths[f], L.FT_APATH)):
+            pp = node_path_to_ports(topo, path)
+            ft[f, col] = off
+            segs.append(pp)
+            off += len(pp)
+    paths = _i64([p for seg in segs for p in seg]) if off else np.zeros(1, np.int64)
+
+    rtt, bw, bdp = pair_metrics(topo, routes, cfg.packet_payload_size)
+    si, di = host_index[flows.src], host_index[flows.dst]
+    pair_rtt, pair_bw, pair_bdp = rtt[si, di], bw[si, di], bdp[si, di]
+    max_rtt, max_bdp = (int(rtt.max()), int(bdp.max())) if H > 1 else (0, 0)
+    ft[:, L.FT_SRC] = flows.src
+    ft[:, L.FT_DST] = flows.dst
+    ft[:, L.FT_SIZE] = flows.size
+    ft[:, L.FT_START] = flows.start_ns
+    ft[:, L.FT_PG] = flows.pg
+    ft[:, L.FT_BASE_RTT] = max_rtt if cfg.global_t else pair_rtt
+    if cfg.has_win:
+        ft[:, L.FT_WIN] = max_bdp if cfg.global_t else pair_bdp
+    ft[:, L.FT_FINISH] = -1
+    ft[:, L.FT_FIRST_CNP] = 1
+    ff = np.zeros((F, L.FF_LEN), np.float64)
+    line = ports.rate_bps[host_port[si]] if F else 0
+    for col in (L.FF_MAX_RATE, L.FF_RATE, L.FF_TARGET, L.FF_CUR_RATE):
+        ff[:, col] = line
+    ff[:, L.FF_ALPHA] = 1.0
+    ff[:, L.FF_U] = 1.0
+    rows = F if cfg.cc_mode == 3 else 1
+    fh = np.zeros((rows, L.FH_LEN), np.int64)
+    fhf = np.zeros((rows, L.FHF_LEN), np.float64)
+    fhf[:, L.FHF_U:L.FHF_U + L.MAXHOP] = 1.0
+    order = _i64(np.argsort(flows.start_ns, kind="stable"))
+
+    ht = np.zeros((H, L.HT_LEN), np.int64)
+    ht[:, L.HT_PORT] = host_port
+    per_host = np.bincount(si, minlength=H) if F else np.zeros(H, np.int64)
+    ht[1:, L.HT_QP_OFF] = np.cumsum(per_host)[:-1]
+    qpl = np.zeros(max(F, 1), np.int64)
+
+    # --- configuration ------------------------------------------------------------------------
+    ci = np.zeros(L.CI_LEN, np.int64)
+    us = lambda v: int(round(v * 1000))
+    ci[L.CI_CC_MODE] = cfg.cc_mode
+    ci[L.CI_PAYLOAD] = cfg.packet_payload_size
+    ci[L.CI_DATA_HDR] = cfg.data_header_bytes
+    ci[L.CI_ACK_SIZE] = cfg.ack_bytes
+    ci[L.CI_PFC_SIZE] = 14 + 20 + 9  # PPP + IPv4 + PauseHeader
+    ci[L.CI_ACK_INTERVAL] = cfg.l2_ack_interval
+    ci[L.CI_CHUNK] = cfg.l2_chunk_size
+    ci[L.CI_BACK_TO_ZERO] = cfg.l2_back_to_zero
+    ci[L.CI_VAR_WIN] = cfg.var_win
+    ci[L.CI_FAST_REACT] = cfg.fast_react
+    ci[L.CI_MI_THRESH] = cfg.mi_thresh
+    ci[L.CI_MULTI_RATE] = cfg.multi_rate
+    ci[L.CI_SAMPLE_FEEDBACK] = cfg.sample_feedback
+    ci[L.CI_RATE_BOUND] = cfg.rate_bound
+    ci[L.CI_ACK_Q_IDX] = 0 if cfg.ack_high_prio else 3
+    ci[L.CI_ECN] = cfg.enable_qcn
+    ci[L.CI_PFC] = cfg.enable_pfc
+    ci[L.CI_ALPHA_NS] = us(cfg.alpha_resume_interval)
+    ci[L.CI_DEC_NS] = us(cfg.rate_decrease_interval)
+    ci[L.CI_RP_NS] = us(cfg.rp_timer)
+    ci[L.CI_FAST_RECOVERY] = cfg.fast_recovery_times
+    ci[L.CI_NACK_NS] = 500_000  # RdmaHw "NACK Generation Interval", 500 us
+    ci[L.CI_STOP] = int(round(cfg.simulator_stop_time * 1e9))
+    ci[L.CI_INT_MULTI] = cfg.int_multi
+    ci[L.CI_CLAMP] = cfg.clamp_target_rate
+    ci[L.CI_RTO_NS] = cfg.rto_ns
+    ci[L.CI_BUFFER] = cfg.buffer_size_mb * 1024 * 1024
+    ci[L.CI_RESERVE] = reserve
+    ci[L.CI_RESUME_OFFSET] = 3 * 1024
+    ci[L.CI_PAUSE_TIME] = us(cfg.pause_time_us)
+    ci[L.CI_N_PORTS] = P
+    ci[L.CI_N_HOSTS] = H
+    cf = np.zeros(L.CF_LEN, np.float64)
+    cf[L.CF_EWMA] = cfg.ewma_gain
+    cf[L.CF_RATE_AI] = cfg.rate_ai_bps
+    cf[L.CF_RATE_HAI] = cfg.rate_hai_bps
+    cf[L.CF_MIN_RATE] = cfg.min_rate_bps
+    cf[L.CF_U_TARGET] = cfg.u_target
+    cf[L.CF_RATE_FIRST_CNP] = 1.0
+
+    # --- dynamic state ------------------------------------------------------------------------
+    with_int = cfg.cc_mode == 3
+    pk = new_packets(INITIAL_PACKETS, with_int)
+    st = np.zeros(L.ST_LEN, np.int64)
+    st[L.ST_FREE] = 0
+    st[L.ST_NFREE] = INITIAL_PACKETS
+    st[L.ST_RNG] = (cfg.rng_seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) & 0x7FFFFFFFFFFFFFFF or 1
+    hs, hpos, hn = new_heap(2 * P + H + 1 + 4 * F)
+    if F:  # the first flow start; the reference's ScheduleFlowInputs
+        heap_set(hs, hpos, hn, 2 * P + H, int(flows.start_ns[order[0]]), 0)
+        st[L.ST_SEQ] = 1
+    state = EngineState(
+        pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths,
+        order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), hs=hs, hpos=hpos, hn=hn, ci=ci,
+        cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
+    )
+    plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), data_paths=data_paths, ack_paths=ack_paths)
+    return state, plan
+
+
+def new_packets(cap: int, with_int: bool) -> np.ndarray:
+    """A packet table of ``cap`` free packets (free list 0 -> 1 -> ... -> cap-1)."""
+    pk = np.zeros((cap, L.PK_LEN_INT if with_int else L.PK_LEN), np.int64)
+    pk[:, L.PK_NEXT] = np.arange(1, cap + 1)
+    pk[-1, L.PK_NEXT] = -1
+    return pk
+
+
+def grow_packets(pk: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """Double the packet table; the new packets go on the front of the free list."""
+    cap = pk.shape[0]
+    new = np.zeros((2 * cap, pk.shape[1]), np.int64)
+    new[:cap] = pk
+    new[cap:, L.PK_NEXT] = np.arange(cap + 1, 2 * cap + 1)
+    new[-1, L.PK_NEXT] = st[L.ST_FREE]
+    st[L.ST_FREE] = cap
+    st[L.ST_NFREE] += cap
+    return new

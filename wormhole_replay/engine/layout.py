@@ -1,0 +1,210 @@
+"""The engine's state layout: a few 2-D int64 / float64 tables with named columns, plus the
+indices into its scalar arrays.
+
+Why tables and not a namedtuple of arrays: inside a large Numba kernel, every read of an array
+out of a tuple takes a reference (an atomic increment and decrement) that Numba's pruning cannot
+remove; measured, that was 60% of the run time.  Arrays passed as plain arguments are borrowed,
+and a row of a table keeps one flow's (or port's, or packet's) fields in one or two cache lines.
+Integer constants here are compile-time constants inside the kernels.
+"""
+
+MAXHOP = 5
+NQ = 8
+
+# --- ports: pt int64[P, PT_LEN], ptf float64[P, PTF_LEN] -------------------------------------------
+PT_NODE = 0  # node that owns this egress port
+PT_PEER = 1  # port at the other end of the link
+PT_RATE = 2  # bps
+PT_DELAY = 3  # ns
+PT_IFINDEX = 4  # ns-3 interface index (pfc.txt)
+PT_IS_HOST = 5
+PT_HEADROOM = 6  # PFC headroom bytes (switch ingress)
+PT_PFC_SHIFT = 7  # dynamic threshold shift, alpha = 2^-shift
+PT_KMIN = 8  # ECN bytes
+PT_KMAX = 9
+PT_BUSY_UNTIL = 10  # end of the current serialisation
+PT_TXDONE_SEQ = 11  # seq reserved for its transmit-complete event
+PT_RRLAST = 12  # round-robin pointer over queues
+PT_TXBYTES = 13  # cumulative bytes sent (INT)
+PT_QBYTES = 14  # bytes in all egress queues (INT qlen)
+PT_QPKTS = 15  # packets in all egress queues
+PT_LN_HEAD = 16  # packets in flight on the link, FIFO
+PT_LN_TAIL = 17
+PT_KICKED = 18  # already in the kick FIFO
+PT_LEN = 19
+
+PTF_ERROR = 0  # per-packet loss probability on arrival over this link
+PTF_PMAX = 1
+PTF_LEN = 2
+
+# --- egress queues: qt int64[P*NQ, QT_LEN]; row p*NQ + q ------------------------------------------
+QT_HEAD = 0  # linked list of packets (queue 0 of a host port = its ACK queue)
+QT_TAIL = 1
+QT_PAUSED = 2  # this egress queue is paused by the downstream PFC
+QT_INGRESS = 3  # MMU bytes of the switch *ingress* port p, queue q
+QT_HDRM = 4
+QT_EGRESS = 5  # MMU egress bytes
+QT_MMU_PAUSED = 6  # a PAUSE was sent upstream for this ingress queue
+QT_LEN = 7
+
+# --- nodes: nt int64[N, NT_LEN] ---------------------------------------------------------------------
+NT_IS_SWITCH = 0
+NT_HOST = 1  # host index, -1 for switches
+NT_TOTAL_HDRM = 2
+NT_TOTAL_RSRV = 3
+NT_SHARED_USED = 4
+NT_LEN = 5
+
+# --- hosts: ht int64[H, HT_LEN]; the QP list is the reference's RdmaQueuePairGroup ----------------
+HT_PORT = 0
+HT_QP_OFF = 1  # start of the host's region in qp_list
+HT_QP_COUNT = 2
+HT_RRLAST = 3
+HT_LEN = 4
+
+# --- flows: ft int64[F, FT_LEN], ff float64[F, FF_LEN] -----------------------------------------------
+FT_SRC = 0
+FT_DST = 1
+FT_SIZE = 2
+FT_START = 3
+FT_PG = 4
+FT_WIN = 5  # bytes, 0 = no window
+FT_BASE_RTT = 6
+FT_DPATH = 7  # offset of the data path in path_ports
+FT_APATH = 8  # offset of the ACK path
+FT_SND_NXT = 9
+FT_SND_UNA = 10
+FT_NEXT_AVAIL = 11
+FT_LAST_PKT = 12
+FT_STATE = 13  # 0 waiting, 1 active, 2 finished
+FT_FINISH = 14  # ns the last ACK reached the sender, -1
+FT_ALPHA_CNP = 15  # DCQCN
+FT_DEC_CNP = 16
+FT_FIRST_CNP = 17
+FT_RP_STAGE = 18
+FT_INC_STAGE = 19  # HPCC
+FT_LAST_UPD = 20
+FT_RX_EXPECTED = 21  # receiver
+FT_RX_NACK_TIMER = 22
+FT_RX_LAST_NACK = 23
+FT_PKTS_SENT = 24  # counters
+FT_BYTES_RX = 25
+FT_DONE_IDX = 26  # completion order (ties at one ns keep the reference's order)
+FT_LEN = 27
+
+FF_MAX_RATE = 0  # NIC line rate
+FF_RATE = 1  # current sending rate
+FF_TARGET = 2  # DCQCN
+FF_ALPHA = 3
+FF_CUR_RATE = 4  # HPCC
+FF_U = 5
+FF_LEN = 6
+
+# --- HPCC per-hop state: fh int64[F or 1, FH_LEN], fhf float64[F or 1, FHF_LEN]; column + hop -----
+FH_TIME = 0
+FH_BYTES = MAXHOP
+FH_QLEN = 2 * MAXHOP
+FH_STAGE = 3 * MAXHOP
+FH_LEN = 4 * MAXHOP
+FHF_U = 0
+FHF_RC = MAXHOP
+FHF_LEN = 2 * MAXHOP
+
+# --- packets: pk int64[C, PK_LEN (+ PK_INT_LEN with HPCC)] -----------------------------------------
+PK_NEXT = 0  # queue / link list link, or free-list link
+PK_KIND = 1
+PK_FLOW = 2
+PK_SEQ = 3  # data: first byte; ACK: next expected; PFC: 1 pause, 0 resume
+PK_SIZE = 4  # wire bytes
+PK_PAYLOAD = 5
+PK_HOP = 6  # index of the next egress port on the path
+PK_FLAGS = 7
+PK_INPORT = 8  # ingress port at the current switch
+PK_QUEUE = 9  # queue index (priority group)
+PK_ARRIVE = 10  # arrival time at the far end of the current link
+PK_EVSEQ = 11  # seq of that arrival event
+PK_NHOP = 12  # INT hops recorded
+PK_LEN = 13
+PK_INT_TIME = 13  # + hop
+PK_INT_BYTES = 13 + MAXHOP
+PK_INT_QLEN = 13 + 2 * MAXHOP
+PK_INT_RATE = 13 + 3 * MAXHOP
+PK_LEN_INT = 13 + 4 * MAXHOP
+
+KIND_DATA = 0
+KIND_ACK = 1
+KIND_NACK = 2
+KIND_PFC = 3
+
+FLAG_CE = 1  # IP ECN congestion experienced
+FLAG_CNP = 2  # ACK echoes a CE mark
+
+# --- integer configuration (ci) ----------------------------------------------------------------
+CI_CC_MODE = 0
+CI_PAYLOAD = 1
+CI_DATA_HDR = 2  # wire bytes of a data packet beyond its payload (incl. INT)
+CI_ACK_SIZE = 3
+CI_PFC_SIZE = 4
+CI_ACK_INTERVAL = 5
+CI_CHUNK = 6
+CI_BACK_TO_ZERO = 7
+CI_VAR_WIN = 8
+CI_FAST_REACT = 9
+CI_MI_THRESH = 10
+CI_MULTI_RATE = 11
+CI_SAMPLE_FEEDBACK = 12
+CI_RATE_BOUND = 13
+CI_ACK_Q_IDX = 14
+CI_ECN = 15
+CI_PFC = 16
+CI_ALPHA_NS = 17
+CI_DEC_NS = 18
+CI_RP_NS = 19
+CI_FAST_RECOVERY = 20
+CI_NACK_NS = 21
+CI_STOP = 22
+CI_INT_MULTI = 23
+CI_CLAMP = 24
+CI_RTO_NS = 25
+CI_BUFFER = 26
+CI_RESERVE = 27
+CI_RESUME_OFFSET = 28
+CI_PAUSE_TIME = 29
+CI_N_PORTS = 30
+CI_N_HOSTS = 31
+CI_LEN = 32
+
+# --- float configuration (cf) ------------------------------------------------------------------
+CF_EWMA = 0
+CF_RATE_AI = 1
+CF_RATE_HAI = 2
+CF_MIN_RATE = 3
+CF_U_TARGET = 4
+CF_RATE_FIRST_CNP = 5
+CF_LEN = 8
+
+# --- mutable scalars (st) ----------------------------------------------------------------------
+ST_NOW = 0
+ST_SEQ = 1  # next event sequence number
+ST_CUR_SEQ = 2  # seq of the event being handled
+ST_FREE = 3  # head of the packet free list
+ST_NFREE = 4
+ST_EVENTS = 5
+ST_DROPS = 6
+ST_NPFC = 7  # records written to pfc_log
+ST_RNG = 8
+ST_FINISHED = 9
+ST_NEXT_FLOW = 10  # position in start_order of the next flow to start
+ST_KICK_HEAD = 11
+ST_KICK_N = 12
+ST_PKTS_ALIVE = 13
+ST_PEAK_PKTS = 14
+ST_ECN_MARKS = 15
+ST_PAUSES = 16
+ST_TIMEOUTS = 17
+ST_LEN = 24
+
+# --- kernel return codes -----------------------------------------------------------------------
+RUN_DONE = 0  # no events left, or the stop time was reached
+RUN_BUDGET = 1  # event budget of this call used up: call again
+RUN_GROW = 2  # packet pool or PFC log nearly full: grow and call again

@@ -1,0 +1,145 @@
+"""The reference simulator's ``flow.txt`` and the reference runs' ``paths.txt``.
+
+``flow.txt``: first line the number of flows, then one line per flow
+``src dst pg dport size_bytes start_seconds`` (HPCC ``traffic_gen`` format).
+
+``paths.txt``: ``flow_idx src dst sport dport size start_ns data_path ack_path`` with paths as
+dash-joined node ids (``3-16-20-17-4``); ``#`` starts a comment.  It pins each flow's route, since
+the reference's ECMP order follows its memory layout and cannot be derived from the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class FlowSet:
+    """Flows to simulate, in input order (flow id = position)."""
+
+    src: np.ndarray  # int64 node ids
+    dst: np.ndarray
+    pg: np.ndarray
+    dport: np.ndarray
+    size: np.ndarray  # bytes
+    start_ns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @classmethod
+    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100) -> "FlowSet":
+        n = len(src)
+        as64 = lambda x: np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)))
+        return cls(as64(src), as64(dst), as64(pg), as64(dport), as64(size), as64(start_ns))
+
+    def validate(self, topo, where: str = "flows") -> None:
+        """Every flow between two distinct hosts of ``topo``, with a positive size."""
+        n_nodes = topo.n_nodes
+        for f in range(len(self)):
+            s, d = int(self.src[f]), int(self.dst[f])
+            line = f"{where}: flow {f}"
+            for name, node in (("source", s), ("destination", d)):
+                if not 0 <= node < n_nodes:
+                    raise InputError(f"{line}: {name} node {node} does not exist (topology has {n_nodes} nodes)")
+                if topo.is_switch[node]:
+                    raise InputError(f"{line}: {name} node {node} is a switch, not a host")
+            if s == d:
+                raise InputError(f"{line}: source and destination are the same host ({s})")
+            if self.size[f] <= 0:
+                raise InputError(f"{line}: size must be positive")
+            if self.start_ns[f] < 0:
+                raise InputError(f"{line}: start time must not be negative")
+            if not 0 <= self.pg[f] < 8 or self.pg[f] == 0:
+                raise InputError(f"{line}: priority group must be 1..7 (0 is the control queue)")
+
+
+def _seconds_to_ns(tok: str) -> int:
+    return int((Decimal(tok) * 1_000_000_000).to_integral_value())
+
+
+def read_flow_file(path: str | Path, topo=None) -> FlowSet:
+    """Read a ``flow.txt``; with ``topo``, also check every flow against the topology (the error
+    then names the file and line)."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such flow file") from None
+    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as e:
+        raise InputError(f"{path}: cannot read flow file ({e.__class__.__name__})") from None
+    rows = [(i + 1, ln.split()) for i, ln in enumerate(lines) if ln.split()]
+    if not rows:
+        raise InputError(f"{path}: empty flow file (expected the number of flows on line 1)")
+    lineno, head = rows[0]
+    try:
+        n = int(head[0])
+        if n < 0 or len(head) != 1:
+            raise ValueError
+    except ValueError:
+        raise InputError(f"{path}:{lineno}: expected the number of flows, got {' '.join(head)!r}") from None
+    if len(rows) - 1 < n:
+        raise InputError(f"{path}: header says {n} flows but the file has {len(rows) - 1}")
+    cols = np.zeros((6, n), dtype=np.int64)
+    linenos = []
+    for f in range(n):
+        lineno, toks = rows[1 + f]
+        linenos.append(lineno)
+        if len(toks) != 6:
+            raise InputError(f"{path}:{lineno}: expected 6 fields 'src dst pg dport size start_s', got {len(toks)}")
+        try:
+            vals = [int(t) for t in toks[:5]] + [_seconds_to_ns(toks[5])]
+        except (ValueError, InvalidOperation):
+            raise InputError(f"{path}:{lineno}: bad number in {' '.join(toks)!r}") from None
+        cols[:, f] = vals
+    fs = FlowSet(*(np.ascontiguousarray(c) for c in (cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])))
+    if topo is not None:
+        try:
+            fs.validate(topo, str(path))
+        except InputError as e:
+            # name the line rather than the flow index
+            msg = str(e)
+            for f, lineno in enumerate(linenos):
+                tag = f"{path}: flow {f}:"
+                if msg.startswith(tag):
+                    raise InputError(f"{path}:{lineno}:{msg[len(tag):]}") from None
+            raise
+    return fs
+
+
+def read_paths_file(path: str | Path, n_flows: int) -> tuple[list[list[int]], list[list[int]]]:
+    """Read ``paths.txt``: per flow, the node ids of its data path and of its ACK path."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such paths file") from None
+    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as e:
+        raise InputError(f"{path}: cannot read paths file ({e.__class__.__name__})") from None
+    data: list = [None] * n_flows
+    ack: list = [None] * n_flows
+    for lineno, ln in enumerate(lines, 1):
+        toks = ln.split("#", 1)[0].split()
+        if not toks:
+            continue
+        if len(toks) != 9:
+            raise InputError(f"{path}:{lineno}: expected 9 fields 'flow_idx src dst sport dport size start_ns data_path ack_path'")
+        try:
+            f = int(toks[0])
+            dp = [int(x) for x in toks[7].split("-")]
+            ap = [int(x) for x in toks[8].split("-")]
+        except ValueError:
+            raise InputError(f"{path}:{lineno}: bad flow index or path") from None
+        if not 0 <= f < n_flows:
+            raise InputError(f"{path}:{lineno}: flow index {f} out of range (there are {n_flows} flows)")
+        data[f], ack[f] = dp, ap
+    missing = [f for f in range(n_flows) if data[f] is None]
+    if missing:
+        raise InputError(f"{path}: no path for flow {missing[0]} ({len(missing)} flows missing)")
+    return data, ack
