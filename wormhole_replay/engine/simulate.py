@@ -3,6 +3,7 @@ and reporting progress between slices), and return the results as DataFrames."""
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -16,7 +17,8 @@ from . import layout as L
 from .build import build, grow_packets
 from .core import run as _run
 
-SLICE_EVENTS = 2_000_000  # events per kernel call: progress granularity (~0.2-0.5 s)
+SLICE_EVENTS = 1_000_000  # events per kernel call: progress granularity (~0.5 s)
+PROGRESS_AFTER = 2.0  # seconds before a progress bar appears
 
 
 @dataclass
@@ -52,7 +54,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes)
     t_built = time.perf_counter()
     st = state.st
-    bar = _progress_bar(len(flows)) if progress else None
+    bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
         code = _run(*state.args(), SLICE_EVENTS)
         if code == L.RUN_GROW:
@@ -61,6 +63,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             if st[L.ST_NPFC] + 64 > state.pfc.shape[0]:
                 state.pfc = np.concatenate([state.pfc, np.zeros_like(state.pfc)])
             continue
+        if progress and bar is None and time.perf_counter() - t0 > PROGRESS_AFTER:
+            bar = _progress_bar(len(flows))
         if bar is not None:
             bar.n = int(st[L.ST_FINISHED])
             bar.set_postfix_str(f"{st[L.ST_NOW] / 1e6:.3f} ms simulated, {st[L.ST_EVENTS] / 1e6:.1f} M events", refresh=False)
@@ -99,6 +103,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         "ecn_marks": int(st[L.ST_ECN_MARKS]),
         "timeouts": int(st[L.ST_TIMEOUTS]),
         "peak_packets": int(st[L.ST_PEAK_PKTS]),
+        "packets_alive_at_end": int(st[L.ST_PKTS_ALIVE]),
         "wall_seconds": wall,
         "setup_seconds": t_built - t0,
     }
@@ -108,7 +113,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
 def _progress_bar(total: int):
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="flow", desc="simulate", delay=2.0, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, unit="flow", desc="simulate", leave=False, dynamic_ncols=True, file=sys.stderr)
 
 
 # ---------------------------------------------------------------------- reference-format outputs

@@ -1,0 +1,87 @@
+"""The command line: a real run end to end, and bad input as one line on stderr with exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "traces" / "examples" / "incast"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "wormhole_replay", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=600)
+
+
+def test_simulate_config_writes_outputs_and_json(tmp_path):
+    p = cli("simulate", EXAMPLE / "config.txt", "--out", tmp_path, "--json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    for key in ("mode", "wall_seconds", "simulated_ns", "events", "flows", "flows_completed", "outputs"):
+        assert key in summary
+    assert summary["mode"] == "full"
+    assert summary["flows"] == summary["flows_completed"] == 11
+    fct = Path(summary["outputs"]["fct"]).read_text().splitlines()
+    assert len(fct) == 11 and all(len(line.split()) == 8 for line in fct)
+    flows = pd.read_parquet(summary["outputs"]["flows"])
+    for col in ("flow_id", "src", "dst", "size_bytes", "start_ns", "finish_ns", "fct_ns"):
+        assert col in flows.columns
+    assert Path(summary["outputs"]["pfc"]).exists()
+    assert not [f for f in tmp_path.iterdir() if f.name.startswith(".")], "no temporary files left"
+
+
+def test_simulate_direct_form(tmp_path):
+    p = cli("simulate", "--topology", "leaf-spine:hosts=16,leaves=4,spines=2", "--flows", EXAMPLE / "flow.txt",
+            "--cc", "hpcc", "--out", tmp_path, "--json", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["flows_completed"] == 11
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+BAD = {
+    "missing config": lambda d: ["simulate", d / "nope.txt"],
+    "missing flow file": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows", d / "nope.txt", "--cc", "dcqcn"],
+    "unknown cc": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows", EXAMPLE / "flow.txt", "--cc", "reno"],
+    "unknown topology spec": lambda d: ["simulate", "--topology", "torus:n=4", "--flows", EXAMPLE / "flow.txt", "--cc", "dcqcn"],
+    "missing topology file": lambda d: ["simulate", "--topology", d / "topo.txt", "--flows", EXAMPLE / "flow.txt", "--cc", "dcqcn"],
+    "malformed topology": lambda d: ["simulate", "--topology", write(d / "t.txt", "3 1 2\n2\n0 2 100Gbps\n1 2 100Gbps 1us 0\n"),
+                                     "--flows", write(d / "f.txt", "1\n0 1 3 100 1000 2.0\n"), "--cc", "dcqcn"],
+    "flow to a missing node": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
+                                         write(d / "f.txt", "1\n0 99 3 100 1000 2.0\n"), "--cc", "dcqcn"],
+    "flow to itself": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
+                                 write(d / "f.txt", "1\n3 3 3 100 1000 2.0\n"), "--cc", "dcqcn"],
+    "malformed flow line": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
+                                      write(d / "f.txt", "2\n0 1 3 100 1000 2.0\n0 1 3 x\n"), "--cc", "hpcc"],
+    "malformed config value": lambda d: ["simulate", write(d / "c.txt", f"TOPOLOGY_FILE {EXAMPLE / 'topology.txt'}\n"
+                                         f"FLOW_FILE {EXAMPLE / 'flow.txt'}\nCC_MODE fast\n")],
+    "unsupported cc mode in config": lambda d: ["simulate", write(d / "c.txt", f"TOPOLOGY_FILE {EXAMPLE / 'topology.txt'}\n"
+                                                f"FLOW_FILE {EXAMPLE / 'flow.txt'}\nCC_MODE 7\n")],
+    "unknown option": lambda d: ["simulate", "--frobnicate"],
+    "not built yet": lambda d: ["replay", "trace.json"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
+    p = cli(*BAD[case](tmp_path), "--out", tmp_path / "out") if case not in ("not built yet", "unknown option") else cli(*BAD[case](tmp_path))
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    assert lines[0].startswith("wormhole-replay: error:")
+    assert not (tmp_path / "out").exists(), "nothing written on bad input"
+
+
+def test_error_names_file_and_line(tmp_path):
+    f = write(tmp_path / "f.txt", "2\n0 1 3 100 1000 2.0\n0 99 3 100 1000 2.0\n")
+    p = cli("simulate", "--topology", "fat-tree:k=4", "--flows", f, "--cc", "dcqcn")
+    assert p.returncode == 2
+    assert f"{f}:3:" in p.stderr

@@ -1,0 +1,116 @@
+"""The full simulation against analytic expectations: line rate, fair shares, conservation,
+lossless PFC, recovery from overflow without PFC, determinism."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from wormhole_replay.api import execute, prepare_direct_run
+from wormhole_replay.workload.flowfile import FlowSet
+
+STAR = "leaf-spine:hosts=9,leaves=1,spines=0"  # 9 hosts on one switch, 100G, 1 us
+
+
+def run(topology, flows, cc, **cfg_changes):
+    r = prepare_direct_run(topology, flows, cc, out=None)
+    r.cfg = replace(r.cfg, **cfg_changes)
+    return execute(r)
+
+
+def jain(x):
+    x = np.asarray(x, dtype=float)
+    return x.sum() ** 2 / (len(x) * (x ** 2).sum())
+
+
+def test_single_flow_dcqcn_reaches_line_rate():
+    # a lone 1 MB flow: the reference's own figure (reference-runs README) is 88,092 ns
+    r = run(STAR, FlowSet.from_columns([1], [0], [1_000_000], [0]), "dcqcn")
+    row = r.flows.iloc[0]
+    assert row.fct_ns == 88_092
+    assert abs(row.fct_ns / row.standalone_fct_ns - 1) < 0.01
+
+
+@pytest.mark.parametrize("size", [1_000_000, 20_000_000])
+def test_single_flow_hpcc_settles_at_target_utilisation(size):
+    # HPCC alone runs at U_TARGET of the link; its data packets carry 42 B of INT that the
+    # standalone FCT (no INT) does not count: expected = standalone * (1094/1052) / 0.95
+    r = run(STAR, FlowSet.from_columns([1], [0], [size], [0]), "hpcc")
+    row = r.flows.iloc[0]
+    expected = row.standalone_fct_ns * (1094 / 1052) / 0.95
+    tolerance = 0.01 if size >= 10_000_000 else 0.10  # short flows are still converging
+    assert abs(row.fct_ns / expected - 1) < tolerance
+
+
+@pytest.mark.parametrize("cc,min_jain", [("dcqcn", 0.99), ("hpcc", 0.97)])
+def test_fair_share_on_one_bottleneck(cc, min_jain):
+    """4 long flows into one host share the link.  DCQCN: Jain >= 0.99 once converged.  HPCC as
+    the reference codes it (rate form, per-ACK fast react; our runs match the reference bit for
+    bit on S1/S2/S4) is not max-min fair at this time scale: in the reference's own S1_hpcc run,
+    eight identical flows finish between 4.41 and 5.92 ms.  We hold it to the reference's level."""
+    n, size = 4, 50_000_000
+    fs = FlowSet.from_columns(np.arange(1, n + 1), np.zeros(n), np.full(n, size), np.zeros(n))
+    t1, t2 = 1_000_000, 3_000_000  # window [1 ms, 3 ms], well before any flow ends
+    a = run(STAR, fs, cc, simulator_stop_time=t1 / 1e9)
+    b = run(STAR, fs, cc, simulator_stop_time=t2 / 1e9)
+    got = (b.flows.bytes_received - a.flows.bytes_received).to_numpy()
+    assert jain(got) >= min_jain
+    # and together they keep the bottleneck busy (>= 85% of 100G as payload)
+    assert got.sum() * 8 / ((t2 - t1) * 1e-9) > 0.85 * 100e9 * 1000 / 1094
+
+
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+def test_incast_is_lossless_with_pfc_and_conserves_bytes(cc):
+    # 8-to-1 incast into a deliberately small shared buffer: PFC must pause, nothing is lost
+    n = 8
+    fs = FlowSet.from_columns(np.arange(1, n + 1), np.zeros(n), np.full(n, 2_000_000), np.zeros(n))
+    r = run(STAR, fs, cc, buffer_size_mb=1)
+    c = r.counters
+    assert c["pfc_pauses"] > 0 and len(r.pfc) > 0
+    assert c["drops"] == 0
+    assert r.flows.completed.all()
+    assert (r.flows.bytes_received == r.flows.size_bytes).all()
+    assert c["packets_alive_at_end"] == 0
+    # every PAUSE is eventually followed by a RESUME for the same port and queue
+    assert (r.pfc.type == 1).sum() == (r.pfc.type == 0).sum()
+
+
+def test_overflow_without_pfc_is_counted_and_recovered():
+    n = 8
+    fs = FlowSet.from_columns(np.arange(1, n + 1), np.zeros(n), np.full(n, 2_000_000), np.zeros(n))
+    r = run(STAR, fs, "dcqcn", buffer_size_mb=1, enable_pfc=False)
+    c = r.counters
+    assert c["pfc_pauses"] == 0 and len(r.pfc) == 0
+    assert c["drops"] > 0
+    assert r.flows.completed.all()
+    assert (r.flows.bytes_received == r.flows.size_bytes).all()
+    # the losses cost retransmissions
+    assert (r.flows.packets_sent * 1000 >= r.flows.size_bytes).all()
+    assert r.flows.packets_sent.sum() * 1000 > r.flows.size_bytes.sum()
+
+
+def test_same_inputs_same_outputs():
+    fs = FlowSet.from_columns([1, 2, 3, 4], [0, 0, 5, 5], [3_000_000] * 4, [0, 1000, 2000, 3000])
+    a = run(STAR, fs, "dcqcn")
+    b = run(STAR, fs, "dcqcn")
+    assert a.flows.equals(b.flows)
+    assert a.counters["events"] == b.counters["events"]
+    # a different ECN seed is a different (equally valid) run
+    c = run(STAR, fs, "dcqcn", rng_seed=7)
+    assert not a.flows.fct_ns.equals(c.flows.fct_ns)
+
+
+def test_flows_starting_later_and_across_a_fabric():
+    # a fat-tree with staggered starts: everything completes, no loss, bytes conserved
+    rng = np.random.default_rng(1)
+    hosts = 16
+    src = np.arange(hosts)
+    dst = (src + 1 + rng.integers(0, hosts - 1, hosts)) % hosts
+    dst = np.where(dst == src, (dst + 1) % hosts, dst)
+    fs = FlowSet.from_columns(src, dst, rng.integers(10_000, 400_000, hosts), rng.integers(0, 50_000, hosts))
+    for cc in ("dcqcn", "hpcc"):
+        r = run("fat-tree:k=4", fs, cc)
+        assert r.flows.completed.all()
+        assert r.counters["drops"] == 0
+        assert (r.flows.bytes_received == r.flows.size_bytes).all()
+        assert (r.flows.fct_ns >= 0.99 * r.flows.standalone_fct_ns).all()

@@ -1,0 +1,119 @@
+"""The Python API: the same runs as the command line, returning DataFrames.
+
+>>> from wormhole_replay import simulate
+>>> r = simulate("leaf-spine:hosts=16,leaves=4,spines=2", "traces/examples/incast/flow.txt", cc="hpcc")
+>>> r.flows[["flow_id", "fct_ns"]]                                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import SimConfig, read_config
+from .engine.simulate import Result
+from .engine.simulate import simulate as _simulate
+from .errors import InputError
+from .topology import build_topology, compute_routes
+from .topology.model import Topology
+from .topology.routing import apply_reference_order
+from .workload.flowfile import FlowSet, read_flow_file, read_paths_file
+
+
+@dataclass
+class Run:
+    """A fully resolved simulation request: what to simulate and where outputs go."""
+
+    topo: Topology
+    flows: FlowSet
+    cfg: SimConfig
+    pinned: tuple | None = None
+    routes: object = None
+    outputs: dict = field(default_factory=dict)  # name -> Path
+
+
+def _routes(topo: Topology, routing: str | Path | None):
+    if routing is None:
+        return None
+    path = Path(routing)
+    if not path.is_file():
+        raise InputError(f"{path}: no such routing file")
+    return apply_reference_order(topo, compute_routes(topo), path)
+
+
+def prepare_config_run(config: str | Path, paths: str | Path | None = None, routing: str | Path | None = None,
+                       out: str | Path | None = None, seq_num_bytes: int | None = None) -> Run:
+    """Resolve a reference-style ``config.txt`` (its file names relative to its folder)."""
+    config = Path(config)
+    cfg = read_config(config)
+    if seq_num_bytes is not None:
+        cfg.seq_num_bytes = seq_num_bytes
+    base = config.parent
+    if not cfg.topology_file:
+        raise InputError(f"{config}: TOPOLOGY_FILE is not set")
+    if not cfg.flow_file:
+        raise InputError(f"{config}: FLOW_FILE is not set")
+    topo = build_topology(str(base / cfg.topology_file))
+    flows = read_flow_file(base / cfg.flow_file, topo)
+    pinned = read_paths_file(paths, len(flows)) if paths else None
+    out_dir = Path(out) if out is not None else None
+    where = (lambda name: out_dir / Path(name).name) if out_dir else (lambda name: base / name)
+    outputs = {"fct": where(cfg.fct_output_file or "fct.txt"), "pfc": where(cfg.pfc_output_file or "pfc.txt")}
+    outputs["flows"] = outputs["fct"].parent / "flows.parquet"
+    return Run(topo, flows, cfg, pinned, _routes(topo, routing), outputs)
+
+
+def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet, cc: str, config: str | Path | None = None,
+                       paths: str | Path | None = None, routing: str | Path | None = None,
+                       out: str | Path | None = "out", seq_num_bytes: int | None = None) -> Run:
+    """Resolve ``--topology/--flows/--cc``: the ``run.py`` preset for ``cc`` at the NIC rate,
+    overlaid with ``config`` if given."""
+    topo = topology if isinstance(topology, Topology) else build_topology(str(topology))
+    nic_bps = int(topo.link_rate_bps[0]) if topo.n_links else 100_000_000_000
+    hosts = set(int(h) for h in topo.hosts)
+    for i in range(topo.n_links):  # the NIC rate is the rate of a host link
+        if int(topo.link_a[i]) in hosts or int(topo.link_b[i]) in hosts:
+            nic_bps = int(topo.link_rate_bps[i])
+            break
+    cfg = SimConfig.direct(cc, nic_bps)
+    if config is not None:
+        cfg = read_config(config, base=cfg)
+        if cfg.cc_name != cc:
+            raise InputError(f"{config}: CC_MODE {cfg.cc_mode} contradicts --cc {cc}")
+    if seq_num_bytes is not None:
+        cfg.seq_num_bytes = seq_num_bytes
+    fs = flows if isinstance(flows, FlowSet) else read_flow_file(flows, topo)
+    pinned = read_paths_file(paths, len(fs)) if paths else None
+    out_dir = Path(out) if out is not None else Path(".")
+    outputs = {"fct": out_dir / "fct.txt", "pfc": out_dir / "pfc.txt", "flows": out_dir / "flows.parquet"}
+    return Run(topo, fs, cfg, pinned, _routes(topo, routing), outputs)
+
+
+def execute(run: Run, progress: bool = False) -> Result:
+    """Simulate a prepared run (no files written)."""
+    return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress)
+
+
+def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routing=None, seq_num_bytes=None) -> Result:
+    """Full packet-level simulation; returns a :class:`Result` with ``flows`` and ``pfc`` DataFrames.
+
+    Parameters
+    ----------
+    topology : str or Topology
+        A spec (``fat-tree:k=4``, ``leaf-spine:hosts=16,leaves=4,spines=2``,
+        ``rail:servers=4,gpus_per_server=8``, each with optional ``bw=``/``delay=``) or a
+        reference ``topology.txt``.
+    flows : str, Path or FlowSet
+        A reference ``flow.txt`` or a :class:`FlowSet`.
+    cc : {"dcqcn", "hpcc"}
+    config : path, optional
+        A ``config.txt`` whose keys override the ``run.py`` preset of ``cc``.
+    paths, routing : path, optional
+        Pin routes (reference ``paths.txt``) or restore the reference's ECMP order (``routing.txt``).
+    """
+    return execute(prepare_direct_run(topology, flows, cc, config, paths, routing, out=None, seq_num_bytes=seq_num_bytes))
+
+
+def run_config(config, paths=None, routing=None, seq_num_bytes=None) -> Result:
+    """Simulate a reference-style ``config.txt`` as the reference would (no files written)."""
+    return execute(prepare_config_run(config, paths, routing, seq_num_bytes=seq_num_bytes))

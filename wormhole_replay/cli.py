@@ -1,0 +1,154 @@
+"""The ``wormhole-replay`` command line.
+
+Bad input is one line on stderr and exit status 2 (``InputError``, argument errors, unreadable
+files); results are written atomically (temp file + rename), so an interrupted or failed run never
+leaves half a file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError
+
+PROG = "wormhole-replay"
+
+NOT_BUILT = {
+    "gen": "synthetic GPT / MoE iteration traces (issue 3, Workloads)",
+    "import": "Chakra / Kineto / AICB / flow.txt importers (issue 3, Workloads)",
+    "replay": "trace replay (issue 3, Workloads)",
+    "audit": "accelerated-vs-full audit (issue 6, Audit)",
+    "memo": "memo database maintenance (issue 5, Memo)",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit status 2."""
+
+    def error(self, message):
+        raise InputError(f"{self.prog}: {message} (see --help)")
+
+
+def _write_atomic(path: Path, write) -> None:
+    """Write through a temporary file in the same folder, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_text(path: Path, text: str) -> None:
+    def w(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    _write_atomic(path, w)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Packet-level RDMA network simulation of training traffic, "
+                "faithful to the HPCC ns-3 simulator and accelerated with Wormhole.")
+    p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    s = sub.add_parser("simulate", help="full packet-level simulation of a flow set",
+                       description="Run a reference-style CONFIG.txt as is (its file names relative to it), "
+                       "or give --topology, --flows and --cc directly.")
+    s.add_argument("config", nargs="?", help="reference config.txt (TOPOLOGY_FILE, FLOW_FILE, CC_MODE, ...)")
+    s.add_argument("--topology", help="fat-tree:k=K | leaf-spine:hosts=H,leaves=L,spines=S | "
+                   "rail:servers=S,gpus_per_server=G (each with optional ,bw=100G,delay=1us) | topology.txt")
+    s.add_argument("--flows", help="reference flow.txt")
+    s.add_argument("--cc", choices=["dcqcn", "hpcc"], help="congestion control (the run.py preset at the NIC rate)")
+    s.add_argument("--config", dest="overrides", metavar="FILE", help="with --topology: config.txt keys overriding the preset")
+    s.add_argument("--paths", help="pin each flow's data and ACK path (the reference runs' paths.txt)")
+    s.add_argument("--routing", help="order equal-cost next hops as a reference routing.txt does, "
+                   "so ECMP hashing picks the reference's paths")
+    s.add_argument("--seq-num-bytes", type=int, choices=[4, 8], help="override SEQ_NUM_BYTES")
+    s.add_argument("--out", help="output folder (default: FCT_OUTPUT_FILE's place for a config, ./out otherwise)")
+    s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    for name, what in NOT_BUILT.items():
+        sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def cmd_simulate(args) -> int:
+    from .api import execute, prepare_config_run, prepare_direct_run
+
+    if args.config and (args.topology or args.flows or args.cc or args.overrides):
+        raise InputError("simulate: give either CONFIG.txt or --topology/--flows/--cc, not both")
+    if args.config:
+        run = prepare_config_run(args.config, args.paths, args.routing, args.out, args.seq_num_bytes)
+    else:
+        missing = [o for o, v in (("--topology", args.topology), ("--flows", args.flows), ("--cc", args.cc)) if not v]
+        if missing:
+            raise InputError(f"simulate: missing {', '.join(missing)} (or give a CONFIG.txt)")
+        run = prepare_direct_run(args.topology, args.flows, args.cc, args.overrides, args.paths, args.routing,
+                                 args.out or "out", args.seq_num_bytes)
+    result = execute(run, progress=not args.quiet)
+
+    from .engine.simulate import format_fct, format_pfc
+
+    out = run.outputs
+    try:
+        _write_text(out["fct"], format_fct(result.flows))
+        _write_text(out["pfc"], format_pfc(result.pfc))
+        _write_atomic(out["flows"], lambda tmp: result.flows.to_parquet(tmp, index=False))
+    except OSError as e:
+        raise InputError(f"cannot write outputs to {out['fct'].parent}: {e.strerror}") from None
+    c = result.counters
+    summary = {
+        "mode": "full",
+        "cc": run.cfg.cc_name,
+        "wall_seconds": round(c["wall_seconds"], 3),
+        "simulated_ns": c["simulated_ns"],
+        "events": c["events"],
+        "events_per_second": round(c["events"] / max(c["wall_seconds"], 1e-9)),
+        "flows": c["flows"],
+        "flows_completed": c["flows_completed"],
+        "drops": c["drops"],
+        "pfc_pauses": c["pfc_pauses"],
+        "ecn_marks": c["ecn_marks"],
+        "timeouts": c["timeouts"],
+        "outputs": {k: str(v) for k, v in out.items()},
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{c['flows_completed']}/{c['flows']} flows completed, {c['simulated_ns'] / 1e6:.3f} ms simulated, "
+              f"{c['events']:,} events in {c['wall_seconds']:.2f} s; fct: {out['fct']}")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            build_parser().print_help(sys.stderr)
+            return 2
+        if args.command in NOT_BUILT:
+            raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
+        return cmd_simulate(args)
+    except InputError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
