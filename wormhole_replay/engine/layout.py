@@ -1,10 +1,9 @@
 """The engine's state layout: a few 2-D int64 / float64 tables with named columns, plus the
 indices into its scalar arrays.
 
-Why tables and not a namedtuple of arrays: inside a large Numba kernel, every read of an array
-out of a tuple takes a reference (an atomic increment and decrement) that Numba's pruning cannot
-remove; measured, that was 60% of the run time.  Arrays passed as plain arguments are borrowed,
-and a row of a table keeps one flow's (or port's, or packet's) fields in one or two cache lines.
+Why tables and not a namedtuple of ~100 arrays: every array handed to a function costs Numba
+reference-counting work, and a row of a table keeps one flow's (or port's, or packet's) fields in
+one or two cache lines.
 Integer constants here are compile-time constants inside the kernels.
 """
 

@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""Engine speed and fidelity against the reference ns-3 simulator, on its own scenarios.
+
+For each reference run (``../shared/reference-runs/S*``) this runs ``wormhole-replay simulate``
+in a fresh process (paths pinned, 64-bit sequence numbers; the Numba cache is warmed first, so
+compile time is not counted) and prints, beside the reference's figures from its ``time.txt``:
+whole-process wall seconds, executed events, events per second, peak RSS, the speed ratio, and
+per-flow FCT error against ``fct.original-hpcc.txt``.
+
+    python tools/bench_engine.py                 # all runs
+    python tools/bench_engine.py S1 S2           # a subset (prefix match)
+    python tools/bench_engine.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_RUNS = REPO.parent / "shared" / "reference-runs"
+
+
+def reference_figures(folder: Path) -> dict:
+    text = (folder / "time.txt").read_text()
+    events = int(re.search(r"events (\d+)", text).group(1))
+    wall = float(re.search(r"median_wall_s ([\d.]+)", text).group(1))
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+    return {"wall_s": wall, "events": events, "rss_mb": rss_kb / 1024}
+
+
+def fct_errors(ref_path: Path, ours_path: Path) -> tuple[float, float, float]:
+    def load(p):
+        return {tuple(t[:4]): int(t[6]) for t in (ln.split() for ln in p.read_text().splitlines()) if len(t) == 8}
+
+    ref, ours = load(ref_path), load(ours_path)
+    keys = sorted(ref)
+    r = np.array([ref[k] for k in keys], float)
+    o = np.array([ours.get(k, np.nan) for k in keys], float)
+    e = np.abs(o - r) / r
+    return float(np.nanmean(e)), float(np.nanmax(e)), float(np.nanmean(o) / r.mean() - 1)
+
+
+def run_once(folder: Path, out: Path) -> dict:
+    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
+           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--out", str(out), "--json", "--quiet"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{folder.name}: simulate failed: {p.stderr.strip()}")
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    summary = json.loads(p.stdout)
+    summary["process_wall_s"] = wall
+    summary["peak_rss_mb"] = max(rss, before) / 1024 if rss > before else rss / 1024
+    return summary
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("only", nargs="*", help="run name prefixes (default: all)")
+    ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="reference-runs folder")
+    ap.add_argument("--json", type=Path, help="also write the rows as JSON")
+    args = ap.parse_args()
+    if not args.runs.is_dir():
+        print(f"bench_engine: {args.runs}: no reference runs here", file=sys.stderr)
+        return 2
+    folders = sorted(d for d in args.runs.iterdir() if (d / "config.txt").is_file()
+                     and (not args.only or any(d.name.startswith(o) for o in args.only)))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # warm the Numba cache for both CC modes on the smallest runs
+        for warm in [d for d in folders if d.name.startswith("S1")] or folders[:1]:
+            run_once(warm, Path(tmp) / "warm")
+        hdr = (f"{'run':<10} {'wall s':>8} {'ref s':>7} {'speedup':>7} {'events':>12} {'ref events':>12} "
+               f"{'Mev/s':>6} {'RSS MB':>7} {'ref MB':>7} {'FCT err mean':>12} {'max':>7} {'mean FCT':>8}")
+        print(hdr)
+        print("-" * len(hdr))
+        for folder in folders:
+            ref = reference_figures(folder)
+            s = run_once(folder, Path(tmp) / folder.name)
+            mean_e, max_e, mean_fct = fct_errors(folder / "fct.original-hpcc.txt", Path(s["outputs"]["fct"]))
+            row = {"run": folder.name, "wall_s": s["process_wall_s"], "kernel_s": s["wall_seconds"], "events": s["events"],
+                   "events_per_s": s["events"] / s["wall_seconds"], "rss_mb": s["peak_rss_mb"], "ref": ref,
+                   "speedup": ref["wall_s"] / s["process_wall_s"], "fct_err_mean": mean_e, "fct_err_max": max_e,
+                   "mean_fct_err": mean_fct}
+            rows.append(row)
+            print(f"{folder.name:<10} {row['wall_s']:>8.2f} {ref['wall_s']:>7.2f} {row['speedup']:>6.1f}x "
+                  f"{row['events']:>12,} {ref['events']:>12,} {row['events_per_s'] / 1e6:>6.2f} {row['rss_mb']:>7.0f} "
+                  f"{ref['rss_mb']:>7.0f} {mean_e * 100:>11.2f}% {max_e * 100:>6.2f}% {mean_fct * 100:>+7.2f}%", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
