@@ -138,6 +138,10 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
             shift -= 1
             rate //= 2
         pt[p, L.PT_PFC_SHIFT] = shift
+    rate_table = sorted(set(int(r) for r in ports.rate_bps))
+    if cfg.cc_mode == 3 and len(rate_table) > 8:
+        raise InputError(f"HPCC's INT encodes a link rate in 3 bits: at most 8 distinct link rates, the topology has {len(rate_table)}")
+    pt[:, L.PT_RATE_IDX] = np.searchsorted(rate_table, ports.rate_bps) if len(rate_table) <= 8 else 0
     link_error = np.asarray(topo.link_error_rate, dtype=np.float64)
     ptf[:, L.PTF_ERROR] = np.repeat(link_error, 2)
     reserve = 4 * 1024
@@ -232,6 +236,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     ci[L.CI_PAUSE_TIME] = us(cfg.pause_time_us)
     ci[L.CI_N_PORTS] = P
     ci[L.CI_N_HOSTS] = H
+    ci[L.CI_RATE_TABLE:L.CI_RATE_TABLE + min(len(rate_table), 8)] = rate_table[:8]
     cf = np.zeros(L.CF_LEN, np.float64)
     cf[L.CF_EWMA] = cfg.ewma_gain
     cf[L.CF_RATE_AI] = cfg.rate_ai_bps

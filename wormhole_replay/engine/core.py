@@ -44,6 +44,9 @@ T_RTO = 3
 INT_TIME_MOD = 1 << 24
 INT_BYTES_MOD = 1 << 20
 INT_QLEN_MOD = 1 << 17
+INT_BYTES_SHIFT = 24
+INT_QLEN_SHIFT = 44
+INT_RATE_SHIFT = 61
 INT_BYTE_UNIT = 128
 INT_QLEN_UNIT = 80
 
@@ -313,10 +316,12 @@ def _switch_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, or
         h = pk[i, PK_NHOP]
         if h < MAXHOP:  # IntHeader::PushHop, with the reference's field widths
             multi = ci[CI_INT_MULTI]
-            pk[i, PK_INT_TIME + h] = st[ST_NOW] % INT_TIME_MOD
-            pk[i, PK_INT_BYTES + h] = (pt[p, PT_TXBYTES] // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD
-            pk[i, PK_INT_QLEN + h] = (pt[p, PT_QBYTES] // (INT_QLEN_UNIT * multi)) % INT_QLEN_MOD
-            pk[i, PK_INT_RATE + h] = pt[p, PT_RATE]
+            pk[i, PK_INT + h] = (
+                st[ST_NOW] % INT_TIME_MOD
+                | ((pt[p, PT_TXBYTES] // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
+                | ((pt[p, PT_QBYTES] // (INT_QLEN_UNIT * multi)) % INT_QLEN_MOD) << INT_QLEN_SHIFT
+                | pt[p, PT_RATE_IDX] << INT_RATE_SHIFT
+            )
             pk[i, PK_NHOP] = h + 1
     pt[p, PT_TXBYTES] += size
     _transmit_start(pt, pk, hs, hpos, hn, ci, st, p, i)
@@ -497,9 +502,7 @@ def _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
     if ft[f, FT_LAST_UPD] == 0:  # first RTT: remember the INT
         ft[f, FT_LAST_UPD] = next_seq
         for j in range(nhop):
-            fh[f, FH_TIME + j] = pk[i, PK_INT_TIME + j]
-            fh[f, FH_BYTES + j] = pk[i, PK_INT_BYTES + j]
-            fh[f, FH_QLEN + j] = pk[i, PK_INT_QLEN + j]
+            fh[f, FH_INT + j] = pk[i, PK_INT + j]
         return
     multi = ci[CI_INT_MULTI]
     T = ft[f, FT_BASE_RTT]
@@ -511,15 +514,17 @@ def _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
     updated_any = False
     for j in range(nhop):
         scr[j] = 0.0
-        qlen = pk[i, PK_INT_QLEN + j] * INT_QLEN_UNIT * multi
+        w = pk[i, PK_INT + j]
+        w0 = fh[f, FH_INT + j]
+        qlen = ((w >> INT_QLEN_SHIFT) & (INT_QLEN_MOD - 1)) * INT_QLEN_UNIT * multi
         if ci[CI_SAMPLE_FEEDBACK] != 0 and qlen == 0 and fast_react:
             continue
         scr[j] = 1.0
         updated_any = True
-        tau = (pk[i, PK_INT_TIME + j] - fh[f, FH_TIME + j]) % INT_TIME_MOD
-        db = (pk[i, PK_INT_BYTES + j] - fh[f, FH_BYTES + j]) % INT_BYTES_MOD
-        line = float(pk[i, PK_INT_RATE + j])
-        prev_qlen = fh[f, FH_QLEN + j] * INT_QLEN_UNIT * multi
+        tau = ((w & (INT_TIME_MOD - 1)) - (w0 & (INT_TIME_MOD - 1))) % INT_TIME_MOD
+        db = (((w >> INT_BYTES_SHIFT) & (INT_BYTES_MOD - 1)) - ((w0 >> INT_BYTES_SHIFT) & (INT_BYTES_MOD - 1))) % INT_BYTES_MOD
+        line = float(ci[CI_RATE_TABLE + ((w >> INT_RATE_SHIFT) & 7)])
+        prev_qlen = ((w0 >> INT_QLEN_SHIFT) & (INT_QLEN_MOD - 1)) * INT_QLEN_UNIT * multi
         qmin = qlen if qlen < prev_qlen else prev_qlen
         u = 0.0
         if tau > 0:
@@ -533,9 +538,7 @@ def _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
         else:
             tt = tau if tau < T else T
             fhf[f, FHF_U + j] = (fhf[f, FHF_U + j] * (T - tt) + u * tt) / T
-        fh[f, FH_TIME + j] = pk[i, PK_INT_TIME + j]
-        fh[f, FH_BYTES + j] = pk[i, PK_INT_BYTES + j]
-        fh[f, FH_QLEN + j] = pk[i, PK_INT_QLEN + j]
+        fh[f, FH_INT + j] = w
     min_rate = cf[CF_MIN_RATE]
     rai = cf[CF_RATE_AI]
     eta = cf[CF_U_TARGET]

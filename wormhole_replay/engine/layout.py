@@ -30,7 +30,8 @@ PT_QPKTS = 15  # packets in all egress queues
 PT_LN_HEAD = 16  # packets in flight on the link, FIFO
 PT_LN_TAIL = 17
 PT_KICKED = 18  # already in the kick FIFO
-PT_LEN = 19
+PT_RATE_IDX = 19  # index of the port's rate in the INT rate table (ci[CI_RATE_TABLE + k])
+PT_LEN = 20
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -100,11 +101,12 @@ FF_U = 5
 FF_LEN = 6
 
 # --- HPCC per-hop state: fh int64[F or 1, FH_LEN], fhf float64[F or 1, FHF_LEN]; column + hop -----
-FH_TIME = 0
-FH_BYTES = MAXHOP
-FH_QLEN = 2 * MAXHOP
-FH_STAGE = 3 * MAXHOP
-FH_LEN = 4 * MAXHOP
+# An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),
+# tx bytes (20 bits, in 128 B x INT_MULTI), queue length (17 bits, in 80 B x INT_MULTI) and a
+# 3-bit line-rate index.
+FH_INT = 0  # the last ACK's INT hops
+FH_STAGE = MAXHOP
+FH_LEN = 2 * MAXHOP
 FHF_U = 0
 FHF_RC = MAXHOP
 FHF_LEN = 2 * MAXHOP
@@ -124,11 +126,8 @@ PK_ARRIVE = 10  # arrival time at the far end of the current link
 PK_EVSEQ = 11  # seq of that arrival event
 PK_NHOP = 12  # INT hops recorded
 PK_LEN = 13
-PK_INT_TIME = 13  # + hop
-PK_INT_BYTES = 13 + MAXHOP
-PK_INT_QLEN = 13 + 2 * MAXHOP
-PK_INT_RATE = 13 + 3 * MAXHOP
-PK_LEN_INT = 13 + 4 * MAXHOP
+PK_INT = 13  # + hop: packed INT hops (HPCC only)
+PK_LEN_INT = 13 + MAXHOP
 
 KIND_DATA = 0
 KIND_ACK = 1
@@ -171,7 +170,8 @@ CI_RESUME_OFFSET = 28
 CI_PAUSE_TIME = 29
 CI_N_PORTS = 30
 CI_N_HOSTS = 31
-CI_LEN = 32
+CI_RATE_TABLE = 32  # up to 8 link rates (bps) that INT's 3-bit rate field indexes
+CI_LEN = 40
 
 # --- float configuration (cf) ------------------------------------------------------------------
 CF_EWMA = 0
