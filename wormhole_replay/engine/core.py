@@ -831,4 +831,5 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
                     heap_set(hs, hpos, hn, slot, t + ci[CI_RTO_NS], _next_seq(st))
             else:
                 _dcqcn_timer(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, k)
-        _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr)
+        if st[ST_KICK_N] > 0:
+            _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr)
