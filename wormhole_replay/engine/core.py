@@ -218,7 +218,7 @@ def _send_pfc(pt, qt, pk, kick, ci, st, p, q, pause):
 
 
 @njit(cache=True, _nrt=False)
-def _switch_receive(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, ip, i):
+def _switch_receive(pt, qt, nt, ft, pk, paths, kick, ci, st, ip, i):
     """SwitchNode::SendToDev: route, admit into the shared buffer, maybe PAUSE, enqueue."""
     f = pk[i, PK_FLOW]
     off = ft[f, FT_DPATH] if pk[i, PK_KIND] == KIND_DATA else ft[f, FT_APATH]
@@ -257,7 +257,7 @@ def _switch_receive(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl,
 
 
 @njit(cache=True, _nrt=False)
-def _switch_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, p):
+def _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, p):
     """QbbNetDevice::DequeueAndTransmit at a switch: strict queue 0, round-robin over the others
     (BEgressQueue::DequeueRR), then SwitchNotifyDequeue (MMU release, ECN mark at dequeue, RESUME,
     INT) and TransmitStart."""
@@ -344,7 +344,7 @@ def _win_bound(ft, ff, ci, f):
 
 
 @njit(cache=True, _nrt=False)
-def _host_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, h):
+def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h):
     """QbbNetDevice::DequeueAndTransmit at a host: ACK queue first, then round-robin over QPs
     (RdmaEgressQueue::GetNextQindex, including its compaction of finished QPs)."""
     p = ht[h, HT_PORT]
@@ -418,7 +418,7 @@ def _host_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, orde
 
 
 @njit(cache=True, _nrt=False)
-def _change_rate(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, new_rate):
+def _change_rate(nt, ft, ff, hs, hpos, hn, ci, st, f, new_rate):
     """RdmaHw::ChangeRate (HPCC): shift the QP's next send time, pull the NIC wake-up earlier."""
     old = _tx_ns(ft[f, FT_LAST_PKT], np.int64(ff[f, FF_RATE]))
     new = _tx_ns(ft[f, FT_LAST_PKT], np.int64(new_rate))
@@ -437,7 +437,7 @@ def _change_rate(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
 
 
 @njit(cache=True, _nrt=False)
-def _cnp_received(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f):
+def _cnp_received(ft, ff, hs, hpos, hn, ci, cf, st, f):
     """RdmaHw::cnp_received_mlx."""
     ft[f, FT_ALPHA_CNP] = 1
     ft[f, FT_DEC_CNP] = 1
@@ -455,7 +455,7 @@ def _cnp_received(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, k
 
 
 @njit(cache=True, _nrt=False)
-def _dcqcn_timer(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, k):
+def _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k):
     """UpdateAlphaMlx / CheckRateDecreaseMlx / RateIncEventTimerMlx.  Rate changes take effect
     at the next pacing decision (DCQCN does not call ChangeRate)."""
     now = st[ST_NOW]
@@ -494,7 +494,7 @@ def _dcqcn_timer(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
 
 
 @njit(cache=True, _nrt=False)
-def _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, i, fast_react):
+def _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, fast_react):
     """RdmaHw::UpdateRateHp (rate form; MULTI_RATE 0 or 1).  ``scr`` is scratch: per hop,
     updated flag [0:5], new rate [5:10], new stage [10:15]."""
     next_seq = ft[f, FT_SND_NXT]
@@ -581,7 +581,7 @@ def _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
             elif fhf[f, FHF_RC + j] < new_rate:
                 new_rate = fhf[f, FHF_RC + j]
     if updated_any:
-        _change_rate(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, new_rate)
+        _change_rate(nt, ft, ff, hs, hpos, hn, ci, st, f, new_rate)
     if not fast_react:
         if updated_any:
             ff[f, FF_CUR_RATE] = new_rate
@@ -599,7 +599,7 @@ def _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
 
 
 @njit(cache=True, _nrt=False)
-def _qp_complete(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f):
+def _qp_complete(ft, hs, hpos, hn, ci, st, f):
     """RdmaHw::QpComplete: record the completion time, cancel the QP's timers."""
     ft[f, FT_STATE] = 2
     ft[f, FT_FINISH] = st[ST_NOW]
@@ -610,7 +610,7 @@ def _qp_complete(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
 
 
 @njit(cache=True, _nrt=False)
-def _receive_data(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, i):
+def _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i):
     """RdmaHw::ReceiveUdp + ReceiverCheckSeq: accept in order, then ACK (or NACK a gap)."""
     f = pk[i, PK_FLOW]
     now = st[ST_NOW]
@@ -649,7 +649,7 @@ def _receive_data(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, k
 
 
 @njit(cache=True, _nrt=False)
-def _receive_ack(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, i):
+def _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, hs, hpos, hn, ci, cf, st, scr, i):
     """RdmaHw::ReceiveAck."""
     f = pk[i, PK_FLOW]
     if ft[f, FT_STATE] != 1:  # the reference deleted the QP: a late ACK is ignored
@@ -662,18 +662,18 @@ def _receive_ack(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
     if progressed:
         ft[f, FT_SND_UNA] = seq
     if ft[f, FT_SND_UNA] >= ft[f, FT_SIZE]:
-        _qp_complete(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f)
+        _qp_complete(ft, hs, hpos, hn, ci, st, f)
     if pk[i, PK_KIND] == KIND_NACK:
         ft[f, FT_SND_NXT] = ft[f, FT_SND_UNA]
     active = ft[f, FT_STATE] == 1
     cc = ci[CI_CC_MODE]
     if active and cc == CC_DCQCN and (pk[i, PK_FLAGS] & FLAG_CNP) != 0:
-        _cnp_received(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f)
+        _cnp_received(ft, ff, hs, hpos, hn, ci, cf, st, f)
     if active and cc == CC_HPCC:
         if pk[i, PK_SEQ] > ft[f, FT_LAST_UPD]:
-            _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, i, False)
+            _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, False)
         elif ci[CI_FAST_REACT] != 0:
-            _hpcc_update(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, i, True)
+            _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, True)
     if active and progressed and ci[CI_RTO_NS] > 0:
         heap_set(hs, hpos, hn, _qp_slot(ci, f, T_RTO), st[ST_NOW] + ci[CI_RTO_NS], _next_seq(st))
     _free(pk, st, i)
@@ -681,7 +681,7 @@ def _receive_ack(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
 
 
 @njit(cache=True, _nrt=False)
-def _pfc_received(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, p, i):
+def _pfc_received(pt, qt, nt, pk, kick, st, pfc, p, i):
     """QbbNetDevice::Receive of a PFC frame at the device of port p: pause or resume a queue."""
     q = pk[i, PK_QUEUE]
     pause = pk[i, PK_SEQ]
@@ -704,7 +704,7 @@ def _pfc_received(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, k
 
 
 @njit(cache=True, _nrt=False)
-def _start_flow(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f):
+def _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f):
     """RdmaHw::AddQueuePair + QbbNetDevice::NewQp."""
     h = nt[ft[f, FT_SRC], NT_HOST]
     qpl[ht[h, HT_QP_OFF] + ht[h, HT_QP_COUNT]] = f
@@ -724,8 +724,8 @@ def _start_flow(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kic
 # ------------------------------------------------------------------ the loop -------------------
 
 
-@njit(cache=True, _nrt=False)
-def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr):
+@njit(cache=True, _nrt=False, inline="always")
+def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, hs, hpos, hn, ci, st):
     nk = kick.shape[0]
     while st[ST_KICK_N] > 0:
         p = kick[st[ST_KICK_HEAD]]
@@ -738,9 +738,9 @@ def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, ki
                 heap_set(hs, hpos, hn, p, pt[p, PT_BUSY_UNTIL], pt[p, PT_TXDONE_SEQ])
             continue
         if pt[p, PT_IS_HOST] != 0:
-            _host_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, nt[pt[p, PT_NODE], NT_HOST])
+            _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, nt[pt[p, PT_NODE], NT_HOST])
         else:
-            _switch_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, p)
+            _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, p)
 
 
 @njit(cache=True, _nrt=False)
@@ -776,9 +776,9 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
         st[ST_EVENTS] += 1
         if slot < n_ports:  # transmit complete
             if pt[slot, PT_IS_HOST] != 0:
-                _host_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, nt[pt[slot, PT_NODE], NT_HOST])
+                _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, nt[pt[slot, PT_NODE], NT_HOST])
             else:
-                _switch_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, slot)
+                _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, slot)
         elif in_place:  # the head packet of a link arrives
             lp = slot - n_ports
             i = pt[lp, PT_LN_HEAD]
@@ -793,14 +793,14 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
                 st[ST_DROPS] += 1
                 _free(pk, st, i)
             elif pk[i, PK_KIND] == KIND_PFC:
-                _pfc_received(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, ip, i)
+                _pfc_received(pt, qt, nt, pk, kick, st, pfc, ip, i)
                 _free(pk, st, i)
             elif pt[ip, PT_IS_HOST] == 0:
-                _switch_receive(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, ip, i)
+                _switch_receive(pt, qt, nt, ft, pk, paths, kick, ci, st, ip, i)
             elif pk[i, PK_KIND] == KIND_DATA:
-                _receive_data(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, i)
+                _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i)
             else:
-                _receive_ack(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, i)
+                _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, hs, hpos, hn, ci, cf, st, scr, i)
         if in_place:
             k = hpos[slot]
             if k >= 0 and hs[k, 2] == s:  # not rescheduled (seqs are unique): it is done
@@ -808,15 +808,15 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
         elif slot < flow_slot:  # a NIC wakes up
             h = slot - 2 * n_ports
             if _port_ready(pt, hpos, st, ht[h, HT_PORT]):
-                _host_dequeue_transmit(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, h)
+                _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h)
         elif slot == flow_slot:  # flows starting now, in file order, each set up in turn
             while st[ST_NEXT_FLOW] < n_flows:
                 f = order[st[ST_NEXT_FLOW]]
                 if ft[f, FT_START] != t:
                     break
                 st[ST_NEXT_FLOW] += 1
-                _start_flow(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f)
-                _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr)
+                _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
+                _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, hs, hpos, hn, ci, st)
             if st[ST_NEXT_FLOW] < n_flows:
                 f = order[st[ST_NEXT_FLOW]]
                 heap_set(hs, hpos, hn, flow_slot, ft[f, FT_START], _next_seq(st))
@@ -830,6 +830,6 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
                     _kick(pt, kick, st, ht[nt[ft[f, FT_SRC], NT_HOST], HT_PORT])
                     heap_set(hs, hpos, hn, slot, t + ci[CI_RTO_NS], _next_seq(st))
             else:
-                _dcqcn_timer(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, f, k)
+                _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k)
         if st[ST_KICK_N] > 0:
-            _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr)
+            _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, hs, hpos, hn, ci, st)
