@@ -36,3 +36,45 @@ def test_matches_heapq_with_updates_and_removals():
     while size[0]:
         sl, t, s = heap_pop(hs, pos, size)
         assert (t, s, sl) == heapq.heappop(ref)
+
+
+def test_event_queue_matches_reference_order_near_and_far():
+    """The timing wheel + heap pops in (time, seq) order, with events both within the wheel's
+    span and far beyond it, and with moves and cancellations."""
+    from wormhole_replay.engine.queue import WHEEL, new_queue, q_pop, q_remove, q_set
+
+    rng = np.random.default_rng(5)
+    n_slots = 200
+    q = new_queue(n_slots)
+    live = {}
+    now, seq = 0, 0
+    for step in range(20000):
+        op = rng.integers(0, 5)
+        slot = int(rng.integers(0, n_slots))
+        if op <= 2:
+            horizon = [3, 50, WHEEL - 1, WHEEL, 5 * WHEEL][rng.integers(0, 5)]
+            t = now + int(rng.integers(0, horizon + 1))
+            s = seq if rng.random() < 0.9 else int(rng.integers(0, seq + 1))  # some reserved (older) seqs
+            if (t, s) in {v for v in live.values()}:
+                continue
+            q_set(*q, slot, t, s)
+            live[slot] = (t, s)
+            seq += 1
+        elif op == 3 and slot in live:
+            q_remove(*q, slot)
+            del live[slot]
+        else:
+            got = q_pop(*q)
+            if not live:
+                assert got[0] == -1
+                continue
+            want = min((t, s, sl) for sl, (t, s) in live.items())
+            assert (got[1], got[2], got[0]) == want
+            del live[got[0]]
+            now = got[1]
+    while live:
+        got = q_pop(*q)
+        want = min((t, s, sl) for sl, (t, s) in live.items())
+        assert (got[1], got[2], got[0]) == want
+        del live[got[0]]
+    assert q_pop(*q)[0] == -1

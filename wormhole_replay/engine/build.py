@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pair_metrics
 from ..workload.flowfile import FlowSet
 from . import layout as L
-from .heap import heap_set, new_heap
+from .queue import new_queue, q_set
 
 INITIAL_PACKETS = 4096
 INITIAL_PFC_LOG = 1024
@@ -45,9 +45,11 @@ class EngineState:
     order: np.ndarray
     qpl: np.ndarray
     kick: np.ndarray
+    qn: np.ndarray
+    qw: np.ndarray
+    qm: np.ndarray
     hs: np.ndarray
     hpos: np.ndarray
-    hn: np.ndarray
     ci: np.ndarray
     cf: np.ndarray
     st: np.ndarray
@@ -252,13 +254,13 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     st[L.ST_FREE] = 0
     st[L.ST_NFREE] = INITIAL_PACKETS
     st[L.ST_RNG] = (cfg.rng_seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) & 0x7FFFFFFFFFFFFFFF or 1
-    hs, hpos, hn = new_heap(2 * P + H + 1 + 4 * F)
+    qn, qw, qm, hs, hpos = new_queue(2 * P + H + 1 + 4 * F)
     if F:  # the first flow start; the reference's ScheduleFlowInputs
-        heap_set(hs, hpos, hn, 2 * P + H, int(flows.start_ns[order[0]]), 0)
+        q_set(qn, qw, qm, hs, hpos, 2 * P + H, int(flows.start_ns[order[0]]), 0)
         st[L.ST_SEQ] = 1
     state = EngineState(
         pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths,
-        order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), hs=hs, hpos=hpos, hn=hn, ci=ci,
+        order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), qn=qn, qw=qw, qm=qm, hs=hs, hpos=hpos, ci=ci,
         cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
     )
     plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), data_paths=data_paths, ack_paths=ack_paths)

@@ -20,7 +20,7 @@ reference schedules it: a packet's arrival is numbered when its transmission sta
 same-nanosecond events run in the reference's order.
 
 All state is in the tables of ``layout``; every handler takes the same arguments, the engine
-state ``pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf,
+state ``pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf,
 st, pfc, scr``.  The kernels never allocate, so they are compiled without Numba's reference
 counting (``_nrt=False``): with it, every call took and dropped a reference on each array
 argument, and those atomic operations were measured at 60-70% of the run time (S1: 0.72 s ->
@@ -30,7 +30,7 @@ argument, and those atomic operations were measured at 60-70% of the run time (S
 import numpy as np
 from numba import njit
 
-from .heap import heap_pop, heap_remove, heap_set
+from .queue import QN_TIME, QN_WHERE, q_pop, q_remove, q_set
 from .layout import *  # noqa: F403  (column and index constants)
 
 CC_DCQCN = 1
@@ -154,9 +154,9 @@ def _qp_slot(ci, f, k):
 
 
 @njit(cache=True, _nrt=False)
-def _port_ready(pt, hpos, st, p):
+def _port_ready(pt, qn, st, p):
     """QbbNetDevice m_txMachineState == READY at this instant."""
-    if hpos[p] >= 0:  # a transmit-complete is pending
+    if qn[p, QN_WHERE] >= 0:  # a transmit-complete is pending
         return False
     bu = pt[p, PT_BUSY_UNTIL]
     now = st[ST_NOW]
@@ -164,7 +164,7 @@ def _port_ready(pt, hpos, st, p):
 
 
 @njit(cache=True, _nrt=False)
-def _transmit_start(pt, pk, hs, hpos, hn, ci, st, p, i):
+def _transmit_start(pt, pk, qn, qw, qm, hs, hpos, ci, st, p, i):
     """QbbNetDevice::TransmitStart + QbbChannel::TransmitStart."""
     now = st[ST_NOW]
     tx = _tx_ns(pk[i, PK_SIZE], pt[p, PT_RATE])
@@ -176,14 +176,14 @@ def _transmit_start(pt, pk, hs, hpos, hn, ci, st, p, i):
     pk[i, PK_NEXT] = NONE
     if pt[p, PT_LN_HEAD] == NONE:
         pt[p, PT_LN_HEAD] = i
-        heap_set(hs, hpos, hn, ci[CI_N_PORTS] + p, pk[i, PK_ARRIVE], ev)
+        q_set(qn, qw, qm, hs, hpos, ci[CI_N_PORTS] + p, pk[i, PK_ARRIVE], ev)
     else:
         pk[pt[p, PT_LN_TAIL], PK_NEXT] = i
     pt[p, PT_LN_TAIL] = i
     # A host NIC always needs its transmit-complete (it pulls from QPs); a switch port only when
     # something is already waiting (otherwise an enqueue schedules it late, with the same seq).
     if pt[p, PT_IS_HOST] != 0 or pt[p, PT_QPKTS] > 0:
-        heap_set(hs, hpos, hn, p, now + tx, pt[p, PT_TXDONE_SEQ])
+        q_set(qn, qw, qm, hs, hpos, p, now + tx, pt[p, PT_TXDONE_SEQ])
 
 
 # ------------------------------------------------------------------ switch MMU -----------------
@@ -257,7 +257,7 @@ def _switch_receive(pt, qt, nt, ft, pk, paths, kick, ci, st, ip, i):
 
 
 @njit(cache=True, _nrt=False)
-def _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, p):
+def _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, qn, qw, qm, hs, hpos, ci, st, p):
     """QbbNetDevice::DequeueAndTransmit at a switch: strict queue 0, round-robin over the others
     (BEgressQueue::DequeueRR), then SwitchNotifyDequeue (MMU release, ECN mark at dequeue, RESUME,
     INT) and TransmitStart."""
@@ -324,7 +324,7 @@ def _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, p)
             )
             pk[i, PK_NHOP] = h + 1
     pt[p, PT_TXBYTES] += size
-    _transmit_start(pt, pk, hs, hpos, hn, ci, st, p, i)
+    _transmit_start(pt, pk, qn, qw, qm, hs, hpos, ci, st, p, i)
 
 
 # ------------------------------------------------------------------ host NIC -------------------
@@ -344,7 +344,7 @@ def _win_bound(ft, ff, ci, f):
 
 
 @njit(cache=True, _nrt=False)
-def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h):
+def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci, st, h):
     """QbbNetDevice::DequeueAndTransmit at a host: ACK queue first, then round-robin over QPs
     (RdmaEgressQueue::GetNextQindex, including its compaction of finished QPs)."""
     p = ht[h, HT_PORT]
@@ -352,7 +352,7 @@ def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h)
     base = p * NQ
     if qt[base + ci[CI_ACK_Q_IDX], QT_PAUSED] == 0 and qt[base, QT_HEAD] != NONE:
         i = _dequeue(pt, qt, pk, p, 0)
-        _transmit_start(pt, pk, hs, hpos, hn, ci, st, p, i)
+        _transmit_start(pt, pk, qn, qw, qm, hs, hpos, ci, st, p, i)
         return
     off = ht[h, HT_QP_OFF]
     n = ht[h, HT_QP_COUNT]
@@ -396,15 +396,15 @@ def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h)
         pk[i, PK_HOP] = 1  # paths[0] is this NIC's own port
         ft[f, FT_SND_NXT] += payload
         ft[f, FT_PKTS_SENT] += 1
-        _transmit_start(pt, pk, hs, hpos, hn, ci, st, p, i)
+        _transmit_start(pt, pk, qn, qw, qm, hs, hpos, ci, st, p, i)
         # RdmaHw::PktSent / UpdateNextAvail
         ft[f, FT_LAST_PKT] = pk[i, PK_SIZE]
         r = np.int64(ff[f, FF_RATE]) if ci[CI_RATE_BOUND] != 0 else np.int64(ff[f, FF_MAX_RATE])
         ft[f, FT_NEXT_AVAIL] = now + _tx_ns(pk[i, PK_SIZE], r)
         if ci[CI_RTO_NS] > 0:
             s = _qp_slot(ci, f, T_RTO)
-            if hpos[s] < 0:
-                heap_set(hs, hpos, hn, s, now + ci[CI_RTO_NS], _next_seq(st))
+            if qn[s, QN_WHERE] < 0:
+                q_set(qn, qw, qm, hs, hpos, s, now + ci[CI_RTO_NS], _next_seq(st))
         return
     # nothing eligible: wake up when the earliest paced QP with bytes left may send
     t = NEVER
@@ -413,23 +413,22 @@ def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h)
         if ft[f, FT_SIZE] > ft[f, FT_SND_NXT] and ft[f, FT_NEXT_AVAIL] < t:
             t = ft[f, FT_NEXT_AVAIL]
     ws = 2 * ci[CI_N_PORTS] + h
-    if hpos[ws] < 0 and t < NEVER and t > now:
-        heap_set(hs, hpos, hn, ws, t, _next_seq(st))
+    if qn[ws, QN_WHERE] < 0 and t < NEVER and t > now:
+        q_set(qn, qw, qm, hs, hpos, ws, t, _next_seq(st))
 
 
 @njit(cache=True, _nrt=False)
-def _change_rate(nt, ft, ff, hs, hpos, hn, ci, st, f, new_rate):
+def _change_rate(nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, f, new_rate):
     """RdmaHw::ChangeRate (HPCC): shift the QP's next send time, pull the NIC wake-up earlier."""
     old = _tx_ns(ft[f, FT_LAST_PKT], np.int64(ff[f, FF_RATE]))
     new = _tx_ns(ft[f, FT_LAST_PKT], np.int64(new_rate))
     ft[f, FT_NEXT_AVAIL] += new - old
     ws = 2 * ci[CI_N_PORTS] + nt[ft[f, FT_SRC], NT_HOST]
-    i = hpos[ws]
-    if i >= 0 and ft[f, FT_NEXT_AVAIL] < hs[i, 1]:
+    if qn[ws, QN_WHERE] >= 0 and ft[f, FT_NEXT_AVAIL] < qn[ws, QN_TIME]:
         t = ft[f, FT_NEXT_AVAIL]
         if t < st[ST_NOW]:
             t = st[ST_NOW]
-        heap_set(hs, hpos, hn, ws, t, _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, ws, t, _next_seq(st))
     ff[f, FF_RATE] = new_rate
 
 
@@ -437,7 +436,7 @@ def _change_rate(nt, ft, ff, hs, hpos, hn, ci, st, f, new_rate):
 
 
 @njit(cache=True, _nrt=False)
-def _cnp_received(ft, ff, hs, hpos, hn, ci, cf, st, f):
+def _cnp_received(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f):
     """RdmaHw::cnp_received_mlx."""
     ft[f, FT_ALPHA_CNP] = 1
     ft[f, FT_DEC_CNP] = 1
@@ -445,9 +444,9 @@ def _cnp_received(ft, ff, hs, hpos, hn, ci, cf, st, f):
         now = st[ST_NOW]
         ff[f, FF_ALPHA] = 1.0
         ft[f, FT_ALPHA_CNP] = 0
-        heap_set(hs, hpos, hn, _qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], _next_seq(st))
         # +1 ns so that the rate decrease runs after the alpha update
-        heap_set(hs, hpos, hn, _qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS] + 1, _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS] + 1, _next_seq(st))
         r = np.floor(cf[CF_RATE_FIRST_CNP] * ff[f, FF_RATE])
         ff[f, FF_RATE] = r
         ff[f, FF_TARGET] = r
@@ -455,7 +454,7 @@ def _cnp_received(ft, ff, hs, hpos, hn, ci, cf, st, f):
 
 
 @njit(cache=True, _nrt=False)
-def _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k):
+def _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k):
     """UpdateAlphaMlx / CheckRateDecreaseMlx / RateIncEventTimerMlx.  Rate changes take effect
     at the next pacing decision (DCQCN does not call ChangeRate)."""
     now = st[ST_NOW]
@@ -466,9 +465,9 @@ def _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k):
         else:
             ff[f, FF_ALPHA] = (1.0 - g) * ff[f, FF_ALPHA]
         ft[f, FT_ALPHA_CNP] = 0
-        heap_set(hs, hpos, hn, _qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], _next_seq(st))
     elif k == T_DEC:
-        heap_set(hs, hpos, hn, _qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS], _next_seq(st))
         if ft[f, FT_DEC_CNP] != 0:
             if ci[CI_CLAMP] != 0 or ft[f, FT_RP_STAGE] != 0:
                 ff[f, FF_TARGET] = ff[f, FF_RATE]
@@ -476,9 +475,9 @@ def _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k):
             ff[f, FF_RATE] = r if r > cf[CF_MIN_RATE] else cf[CF_MIN_RATE]
             ft[f, FT_RP_STAGE] = 0
             ft[f, FT_DEC_CNP] = 0
-            heap_set(hs, hpos, hn, _qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], _next_seq(st))
+            q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], _next_seq(st))
     else:  # T_RP: fast recovery, then additive, then hyper increase
-        heap_set(hs, hpos, hn, _qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], _next_seq(st))
         stage = ft[f, FT_RP_STAGE]
         if stage == ci[CI_FAST_RECOVERY]:
             t = ff[f, FF_TARGET] + cf[CF_RATE_AI]
@@ -494,7 +493,7 @@ def _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k):
 
 
 @njit(cache=True, _nrt=False)
-def _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, fast_react):
+def _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr, f, i, fast_react):
     """RdmaHw::UpdateRateHp (rate form; MULTI_RATE 0 or 1).  ``scr`` is scratch: per hop,
     updated flag [0:5], new rate [5:10], new stage [10:15]."""
     next_seq = ft[f, FT_SND_NXT]
@@ -581,7 +580,7 @@ def _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, f
             elif fhf[f, FHF_RC + j] < new_rate:
                 new_rate = fhf[f, FHF_RC + j]
     if updated_any:
-        _change_rate(nt, ft, ff, hs, hpos, hn, ci, st, f, new_rate)
+        _change_rate(nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, f, new_rate)
     if not fast_react:
         if updated_any:
             ff[f, FF_CUR_RATE] = new_rate
@@ -599,14 +598,14 @@ def _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, f
 
 
 @njit(cache=True, _nrt=False)
-def _qp_complete(ft, hs, hpos, hn, ci, st, f):
+def _qp_complete(ft, qn, qw, qm, hs, hpos, ci, st, f):
     """RdmaHw::QpComplete: record the completion time, cancel the QP's timers."""
     ft[f, FT_STATE] = 2
     ft[f, FT_FINISH] = st[ST_NOW]
     ft[f, FT_DONE_IDX] = st[ST_FINISHED]
     st[ST_FINISHED] += 1
     for k in range(4):
-        heap_remove(hs, hpos, hn, _qp_slot(ci, f, k))
+        q_remove(qn, qw, qm, hs, hpos, _qp_slot(ci, f, k))
 
 
 @njit(cache=True, _nrt=False)
@@ -649,7 +648,7 @@ def _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i):
 
 
 @njit(cache=True, _nrt=False)
-def _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, hs, hpos, hn, ci, cf, st, scr, i):
+def _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci, cf, st, scr, i):
     """RdmaHw::ReceiveAck."""
     f = pk[i, PK_FLOW]
     if ft[f, FT_STATE] != 1:  # the reference deleted the QP: a late ACK is ignored
@@ -662,20 +661,20 @@ def _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, hs, hpos, hn, ci, cf, st
     if progressed:
         ft[f, FT_SND_UNA] = seq
     if ft[f, FT_SND_UNA] >= ft[f, FT_SIZE]:
-        _qp_complete(ft, hs, hpos, hn, ci, st, f)
+        _qp_complete(ft, qn, qw, qm, hs, hpos, ci, st, f)
     if pk[i, PK_KIND] == KIND_NACK:
         ft[f, FT_SND_NXT] = ft[f, FT_SND_UNA]
     active = ft[f, FT_STATE] == 1
     cc = ci[CI_CC_MODE]
     if active and cc == CC_DCQCN and (pk[i, PK_FLAGS] & FLAG_CNP) != 0:
-        _cnp_received(ft, ff, hs, hpos, hn, ci, cf, st, f)
+        _cnp_received(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f)
     if active and cc == CC_HPCC:
         if pk[i, PK_SEQ] > ft[f, FT_LAST_UPD]:
-            _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, False)
+            _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr, f, i, False)
         elif ci[CI_FAST_REACT] != 0:
-            _hpcc_update(nt, ft, ff, fh, fhf, pk, hs, hpos, hn, ci, cf, st, scr, f, i, True)
+            _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr, f, i, True)
     if active and progressed and ci[CI_RTO_NS] > 0:
-        heap_set(hs, hpos, hn, _qp_slot(ci, f, T_RTO), st[ST_NOW] + ci[CI_RTO_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_RTO), st[ST_NOW] + ci[CI_RTO_NS], _next_seq(st))
     _free(pk, st, i)
     _kick(pt, kick, st, ht[nt[ft[f, FT_SRC], NT_HOST], HT_PORT])
 
@@ -725,26 +724,26 @@ def _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, hs, hpos, hn, ci, st):
+def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st):
     nk = kick.shape[0]
     while st[ST_KICK_N] > 0:
         p = kick[st[ST_KICK_HEAD]]
         st[ST_KICK_HEAD] = (st[ST_KICK_HEAD] + 1) % nk
         st[ST_KICK_N] -= 1
         pt[p, PT_KICKED] = 0
-        if not _port_ready(pt, hpos, st, p):
+        if not _port_ready(pt, qn, st, p):
             # busy: make sure its transmit-complete fires (switch ports skip it when idle)
-            if hpos[p] < 0 and pt[p, PT_QPKTS] > 0:
-                heap_set(hs, hpos, hn, p, pt[p, PT_BUSY_UNTIL], pt[p, PT_TXDONE_SEQ])
+            if qn[p, QN_WHERE] < 0 and pt[p, PT_QPKTS] > 0:
+                q_set(qn, qw, qm, hs, hpos, p, pt[p, PT_BUSY_UNTIL], pt[p, PT_TXDONE_SEQ])
             continue
         if pt[p, PT_IS_HOST] != 0:
-            _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, nt[pt[p, PT_NODE], NT_HOST])
+            _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci, st, nt[pt[p, PT_NODE], NT_HOST])
         else:
-            _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, p)
+            _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, qn, qw, qm, hs, hpos, ci, st, p)
 
 
 @njit(cache=True, _nrt=False)
-def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, hpos, hn, ci, cf, st, pfc, scr, max_events):
+def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf, st, pfc, scr, max_events):
     """Process events until none is left, the stop time passes, ``max_events`` have run, or the
     packet pool / PFC log must grow.  Returns a ``RUN_*`` code.  All state stays in the arrays,
     so a call can be resumed."""
@@ -756,30 +755,26 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
     stop = ci[CI_STOP]
     done = 0
     while True:
-        if hn[0] == 0 or hs[0, 1] > stop:
-            return RUN_DONE
         if done >= max_events:
             return RUN_BUDGET
         if st[ST_NFREE] < FREE_MARGIN or st[ST_NPFC] + 64 > pfc.shape[0]:
             return RUN_GROW
-        # Ports' transmit-completes and links' arrivals stay at the root while handled: most
-        # reschedule their own slot, which is then one sift-down (heapreplace), not pop + push.
-        slot = hs[0, 0]
-        t = hs[0, 1]
-        s = hs[0, 2]
-        in_place = slot < 2 * n_ports
-        if not in_place:
-            heap_pop(hs, hpos, hn)
+        slot, t, s = q_pop(qn, qw, qm, hs, hpos)
+        if slot < 0:
+            return RUN_DONE
+        if t > stop:  # leave it pending: a later call with a later stop time resumes here
+            q_set(qn, qw, qm, hs, hpos, slot, t, s)
+            return RUN_DONE
         st[ST_NOW] = t
         st[ST_CUR_SEQ] = s
         done += 1
         st[ST_EVENTS] += 1
         if slot < n_ports:  # transmit complete
             if pt[slot, PT_IS_HOST] != 0:
-                _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, nt[pt[slot, PT_NODE], NT_HOST])
+                _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci, st, nt[pt[slot, PT_NODE], NT_HOST])
             else:
-                _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, hs, hpos, hn, ci, st, slot)
-        elif in_place:  # the head packet of a link arrives
+                _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, qn, qw, qm, hs, hpos, ci, st, slot)
+        elif slot < 2 * n_ports:  # the head packet of a link arrives
             lp = slot - n_ports
             i = pt[lp, PT_LN_HEAD]
             j = pk[i, PK_NEXT]
@@ -787,7 +782,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
             if j == NONE:
                 pt[lp, PT_LN_TAIL] = NONE
             else:
-                heap_set(hs, hpos, hn, slot, pk[j, PK_ARRIVE], pk[j, PK_EVSEQ])
+                q_set(qn, qw, qm, hs, hpos, slot, pk[j, PK_ARRIVE], pk[j, PK_EVSEQ])
             ip = pt[lp, PT_PEER]
             if ptf[lp, PTF_ERROR] > 0.0 and _rand(st) < ptf[lp, PTF_ERROR]:
                 st[ST_DROPS] += 1
@@ -800,15 +795,11 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
             elif pk[i, PK_KIND] == KIND_DATA:
                 _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i)
             else:
-                _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, hs, hpos, hn, ci, cf, st, scr, i)
-        if in_place:
-            k = hpos[slot]
-            if k >= 0 and hs[k, 2] == s:  # not rescheduled (seqs are unique): it is done
-                heap_remove(hs, hpos, hn, slot)
+                _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci, cf, st, scr, i)
         elif slot < flow_slot:  # a NIC wakes up
             h = slot - 2 * n_ports
-            if _port_ready(pt, hpos, st, ht[h, HT_PORT]):
-                _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, hs, hpos, hn, ci, st, h)
+            if _port_ready(pt, qn, st, ht[h, HT_PORT]):
+                _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci, st, h)
         elif slot == flow_slot:  # flows starting now, in file order, each set up in turn
             while st[ST_NEXT_FLOW] < n_flows:
                 f = order[st[ST_NEXT_FLOW]]
@@ -816,10 +807,10 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
                     break
                 st[ST_NEXT_FLOW] += 1
                 _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
-                _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, hs, hpos, hn, ci, st)
+                _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
             if st[ST_NEXT_FLOW] < n_flows:
                 f = order[st[ST_NEXT_FLOW]]
-                heap_set(hs, hpos, hn, flow_slot, ft[f, FT_START], _next_seq(st))
+                q_set(qn, qw, qm, hs, hpos, flow_slot, ft[f, FT_START], _next_seq(st))
         else:  # a QP timer
             k = (slot - qp_base) % 4
             f = (slot - qp_base) // 4
@@ -828,8 +819,8 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, hs, h
                     st[ST_TIMEOUTS] += 1
                     ft[f, FT_SND_NXT] = ft[f, FT_SND_UNA]  # go back N
                     _kick(pt, kick, st, ht[nt[ft[f, FT_SRC], NT_HOST], HT_PORT])
-                    heap_set(hs, hpos, hn, slot, t + ci[CI_RTO_NS], _next_seq(st))
+                    q_set(qn, qw, qm, hs, hpos, slot, t + ci[CI_RTO_NS], _next_seq(st))
             else:
-                _dcqcn_timer(ft, ff, hs, hpos, hn, ci, cf, st, f, k)
+                _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k)
         if st[ST_KICK_N] > 0:
-            _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, hs, hpos, hn, ci, st)
+            _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
