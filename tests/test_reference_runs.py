@@ -60,3 +60,11 @@ def test_fct_file_format_matches_reference(reference_runs, tmp_path):
     ref = (folder / "fct.original-hpcc.txt").read_text()
     # identical lines, in the reference's completion order
     assert text == ref
+
+
+def test_reference_ecmp_order_reproduces_its_paths(reference_runs):
+    """Without pinned paths, hashing over the reference's next-hop order (routing.txt) picks the
+    reference's paths, so the run is again identical."""
+    folder = reference_runs / "S2_hpcc"
+    run = prepare_config_run(folder / "config.txt", routing=folder / "routing.txt", seq_num_bytes=8)
+    assert format_fct(execute(run).flows) == (folder / "fct.original-hpcc.txt").read_text()

@@ -142,6 +142,8 @@ class SimConfig:
             raise InputError(f"{where}: SEQ_NUM_BYTES must be 4 or 8")
         if self.int_multi < 1:
             raise InputError(f"{where}: INT_MULTI must be >= 1")
+        if self.link_down[0] > 0:
+            raise InputError(f"{where}: LINK_DOWN (taking a link down mid-run) is not supported yet; set it to '0 0 0'")
         for name in ("alpha_resume_interval", "rate_decrease_interval", "rp_timer"):
             if getattr(self, name) <= 0:
                 raise InputError(f"{where}: {name.upper()} must be positive")
