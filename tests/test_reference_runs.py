@@ -35,23 +35,25 @@ def compare(folder, result):
     return np.abs(o - r) / r, o.mean() / r.mean() - 1
 
 
-@pytest.mark.parametrize("name", ["S1_hpcc", "S2_dcqcn", "S2_hpcc"])
+@pytest.mark.parametrize("name", ["S1_dcqcn", "S1_hpcc", "S2_dcqcn", "S2_hpcc"])
 def test_matches_reference_exactly(reference_runs, name):
-    """Where no random draw is involved (HPCC ignores ECN; S2's DCQCN queues never reach Kmin)
-    every flow's FCT equals the reference's to the nanosecond."""
+    """Every flow's FCT equals the reference's to the nanosecond, DCQCN included: its ECN draws
+    are the reference's own (ns-3's MRG32k3a streams, ``ECN_RNG ns3``, the default)."""
     folder = reference_runs / name
     errors, mean_err = compare(folder, simulate_reference(folder))
     assert errors.max() == 0.0
 
 
-def test_s1_dcqcn_within_ecn_randomness(reference_runs):
-    """DCQCN's RED-style marking draws random numbers; ours are not ns-3's stream, so per-flow
-    FCTs differ the way two seeds of the reference differ (the reference README: up to 9.6% per
-    flow under a mere change of NIC scheduling order).  The aggregate must agree."""
+def test_other_ecn_draws_keep_the_aggregate(reference_runs):
+    """With a different generator (``ECN_RNG xorshift``) DCQCN's marks fall elsewhere and single
+    flows diverge, the way two seeds of the reference differ (its README: up to 9.6% per flow under
+    a mere change of NIC scheduling order); the aggregate must still agree."""
     folder = reference_runs / "S1_dcqcn"
-    errors, mean_err = compare(folder, simulate_reference(folder))
+    run = prepare_config_run(folder / "config.txt", paths=folder / "paths.txt", seq_num_bytes=8)
+    run.cfg.ecn_rng = "xorshift"
+    errors, mean_err = compare(folder, execute(run))
     assert abs(mean_err) <= 0.01
-    assert errors.mean() <= 0.10
+    assert 0 < errors.mean() <= 0.10
 
 
 def test_fct_file_format_matches_reference(reference_runs, tmp_path):

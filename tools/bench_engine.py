@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -53,16 +53,20 @@ def fct_errors(ref_path: Path, ours_path: Path) -> tuple[float, float, float]:
 def run_once(folder: Path, out: Path) -> dict:
     cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
            str(folder / "paths.txt"), "--seq-num-bytes", "8", "--out", str(out), "--json", "--quiet"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)  # this child's own peak RSS
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
     if p.returncode != 0:
-        raise SystemExit(f"{folder.name}: simulate failed: {p.stderr.strip()}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    summary = json.loads(p.stdout)
+        raise SystemExit(f"{folder.name}: simulate failed: {stderr.strip()}")
+    summary = json.loads(stdout)
     summary["process_wall_s"] = wall
-    summary["peak_rss_mb"] = max(rss, before) / 1024 if rss > before else rss / 1024
+    summary["peak_rss_mb"] = usage.ru_maxrss / 1024
     return summary
 
 

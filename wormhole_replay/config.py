@@ -16,7 +16,12 @@ Keys of ours, beyond the reference:
 * ``RTO_US`` (0 with PFC on, 1000 with PFC off): a retransmission timeout (go-back-N from the last
   ACK) so that tail losses recover.  The reference has none: with PFC on nothing is lost, so it
   never matters there.
-* ``RNG_SEED`` (1): seed of the ECN marking draws.
+* ``RNG_SEED`` (1): seed of the ECN marking draws (ns-3's ``RngSeed`` with ``ECN_RNG ns3``).
+* ``ECN_RNG`` (ns3): ``ns3`` draws exactly the numbers the reference draws (ns-3's legacy
+  ``UniformVariable``: a new MRG32k3a stream per call); ``xorshift`` a plain seeded generator.
+* ``NS3_RNG_FIRST_STREAM`` (8 x nodes + 2) and ``NS3_RNG_RUN`` (1): the ns-3 stream index of the
+  first marking draw, i.e. how many random streams the reference's set-up consumed before it
+  (8 per node and 2, found by matching the reference runs S1 and S4 exactly), and ns-3's RngRun.
 
 ``SimConfig.direct(cc, nic_bps)`` gives the ``run.py --bw`` preset used by the reference runs, for
 runs given as ``--topology/--flows/--cc`` rather than a config file.
@@ -89,6 +94,9 @@ class SimConfig:
     enable_pfc: bool = True
     rto_us: float | None = None  # None: 0 with PFC on, 1000 with PFC off
     rng_seed: int = 1
+    ecn_rng: str = "ns3"  # the reference's draws (engine/ns3rng.py), or "xorshift"
+    ns3_rng_first_stream: int | None = None  # ns-3 stream of the first ECN draw; None: 8 x nodes + 2
+    ns3_rng_run: int = 1  # ns-3 RngRun
 
     # ---------------------------------------------------------------- derived sizes
     @property
@@ -142,6 +150,10 @@ class SimConfig:
             raise InputError(f"{where}: SEQ_NUM_BYTES must be 4 or 8")
         if self.int_multi < 1:
             raise InputError(f"{where}: INT_MULTI must be >= 1")
+        if self.ecn_rng not in ("xorshift", "ns3"):
+            raise InputError(f"{where}: ECN_RNG must be 'xorshift' or 'ns3', not {self.ecn_rng!r}")
+        if self.ecn_rng == "ns3" and not 0 < self.rng_seed < 4294944443:
+            raise InputError(f"{where}: RNG_SEED must be in 1..4294944442 for ns-3's generator")
         if self.link_down[0] > 0:
             raise InputError(f"{where}: LINK_DOWN (taking a link down mid-run) is not supported yet; set it to '0 0 0'")
         for name in ("alpha_resume_interval", "rate_decrease_interval", "rp_timer"):
@@ -231,6 +243,9 @@ _KEYS = {
     "ENABLE_PFC": ("enable_pfc", "bool"),
     "RTO_US": ("rto_us", "float"),
     "RNG_SEED": ("rng_seed", "int"),
+    "ECN_RNG": ("ecn_rng", "str"),
+    "NS3_RNG_FIRST_STREAM": ("ns3_rng_first_stream", "int"),  # negative: automatic
+    "NS3_RNG_RUN": ("ns3_rng_run", "int"),
 }
 
 

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pair_metrics
 from ..workload.flowfile import FlowSet
 from . import layout as L
+from . import ns3rng
 from .queue import new_queue, q_set
 
 INITIAL_PACKETS = 4096
@@ -254,6 +255,13 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     st[L.ST_FREE] = 0
     st[L.ST_NFREE] = INITIAL_PACKETS
     st[L.ST_RNG] = (cfg.rng_seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) & 0x7FFFFFFFFFFFFFFF or 1
+    if cfg.ecn_rng == "ns3":
+        ci[L.CI_ECN_RNG] = 1
+        ci[L.CI_MRG_JUMP:L.CI_MRG_JUMP + 18] = ns3rng.stream_jump()
+        first = cfg.ns3_rng_first_stream
+        if first is None or first < 0:
+            first = ns3rng.first_ecn_stream(N)
+        st[L.ST_MRG:L.ST_MRG + 6] = ns3rng.stream_state(cfg.rng_seed, first, cfg.ns3_rng_run)
     qn, qw, qm, hs, hpos = new_queue(2 * P + H + 1 + 4 * F)
     if F:  # the first flow start; the reference's ScheduleFlowInputs
         q_set(qn, qw, qm, hs, hpos, 2 * P + H, int(flows.start_ns[order[0]]), 0)

@@ -83,6 +83,52 @@ def _rand(st):
     return float(y >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+MRG_M1 = 4294967087
+MRG_M2 = 4294944443
+
+
+@njit(cache=True, _nrt=False)
+def _mrg_jump(ci, st, base, row, m):
+    """One row of (A^(2^127) . state) mod m for a component of MRG32k3a (products < 2^64)."""
+    acc = np.uint64(0)
+    for k in range(3):
+        acc = (acc + (np.uint64(ci[CI_MRG_JUMP + base + 3 * row + k]) * np.uint64(st[ST_MRG + (base // 3) + k])) % np.uint64(m)) % np.uint64(m)
+    return np.int64(acc)
+
+
+@njit(cache=True, _nrt=False)
+def _ecn_uniform(ci, st):
+    """A uniform [0, 1) draw for ECN marking.  With CI_ECN_RNG, exactly what the reference's
+    ``UniformVariable(0, 1).GetValue()`` returns: a fresh ns-3 RngStream (MRG32k3a) per call, whose
+    first output is used, streams numbered consecutively."""
+    if ci[CI_ECN_RNG] == 0:
+        return _rand(st)
+    s0 = st[ST_MRG]
+    s1 = st[ST_MRG + 1]
+    s3 = st[ST_MRG + 3]
+    s5 = st[ST_MRG + 5]
+    p1 = (1403580 * s1 - 810728 * s0) % MRG_M1
+    p2 = (527612 * s5 - 1370589 * s3) % MRG_M2
+    if p1 > p2:
+        u = (p1 - p2) * 2.328306549295728e-10
+    else:
+        u = (p1 - p2 + MRG_M1) * 2.328306549295728e-10
+    # advance to the next stream
+    a0 = _mrg_jump(ci, st, 0, 0, MRG_M1)
+    a1 = _mrg_jump(ci, st, 0, 1, MRG_M1)
+    a2 = _mrg_jump(ci, st, 0, 2, MRG_M1)
+    b0 = _mrg_jump(ci, st, 9, 0, MRG_M2)
+    b1 = _mrg_jump(ci, st, 9, 1, MRG_M2)
+    b2 = _mrg_jump(ci, st, 9, 2, MRG_M2)
+    st[ST_MRG] = a0
+    st[ST_MRG + 1] = a1
+    st[ST_MRG + 2] = a2
+    st[ST_MRG + 3] = b0
+    st[ST_MRG + 4] = b1
+    st[ST_MRG + 5] = b2
+    return u
+
+
 @njit(cache=True, _nrt=False)
 def _alloc(pk, st):
     i = st[ST_FREE]
@@ -301,7 +347,7 @@ def _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, qn, qw, qm, hs, hpos, ci
             if eb > kmax:
                 mark = True
             elif eb > kmin:
-                if _rand(st) < ptf[p, PTF_PMAX] * (eb - kmin) / (kmax - kmin):
+                if _ecn_uniform(ci, st) < ptf[p, PTF_PMAX] * (eb - kmin) / (kmax - kmin):
                     mark = True
             if mark:
                 pk[i, PK_FLAGS] |= FLAG_CE

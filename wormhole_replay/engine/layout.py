@@ -171,7 +171,9 @@ CI_PAUSE_TIME = 29
 CI_N_PORTS = 30
 CI_N_HOSTS = 31
 CI_RATE_TABLE = 32  # up to 8 link rates (bps) that INT's 3-bit rate field indexes
-CI_LEN = 40
+CI_ECN_RNG = 40  # 0: xorshift64*; 1: ns-3's legacy UniformVariable (one MRG32k3a stream per draw)
+CI_MRG_JUMP = 41  # 2 x 9 entries: MRG32k3a's A1, A2 raised to 2^127 (one stream ahead)
+CI_LEN = 64
 
 # --- float configuration (cf) ------------------------------------------------------------------
 CF_EWMA = 0
@@ -201,6 +203,7 @@ ST_PEAK_PKTS = 14
 ST_ECN_MARKS = 15
 ST_PAUSES = 16
 ST_TIMEOUTS = 17
+ST_MRG = 18  # 6 entries: MRG32k3a state of the next ns-3 stream
 ST_LEN = 24
 
 # --- kernel return codes -----------------------------------------------------------------------
