@@ -297,7 +297,7 @@ def test_bad_topology_files(tmp_path, text, fragment):
 
 def test_missing_topology_file(tmp_path):
     path = tmp_path / "topology.txt"
-    with pytest.raises(InputError, match="topology.txt: no such file"):
+    with pytest.raises(InputError, match="topology.txt: no such topology file"):
         read_topology_file(path)
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, read_input_text
 from .topology.units import parse_rate_bps
 
 CC_MODES = {"dcqcn": 1, "hpcc": 3}
@@ -279,12 +279,7 @@ def _parse_value(kind: str, toks: list[str]):
 def read_config(path: str | Path, base: SimConfig | None = None) -> SimConfig:
     """Read a reference-style ``config.txt`` on top of ``base`` (default: the reference defaults)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such config file") from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as e:
-        raise InputError(f"{path}: cannot read config file ({e.__class__.__name__})") from None
+    text = read_input_text(path, "config file")
     cfg = replace(base) if base is not None else SimConfig()
     for lineno, line in enumerate(text.splitlines(), 1):
         toks = line.split("#", 1)[0].split()

@@ -11,3 +11,19 @@ class InputError(Exception):
     The message should name the file (and line, where there is one), e.g.
     ``topology.txt:3: expected 'src dst rate delay error_rate'``.
     """
+
+
+def read_input_text(path, what: str = "file") -> str:
+    """The text of an input file, or an ``InputError`` saying plainly why it cannot be read
+    (``flow.txt: no such flow file``, ``...: not a text file``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such {what}") from None
+    except (IsADirectoryError, NotADirectoryError):
+        raise InputError(f"{path}: not a {what} (a folder?)") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wormhole_replay.errors import InputError
+from wormhole_replay.errors import InputError, read_input_text
 from wormhole_replay.topology.model import Topology
 from wormhole_replay.topology.units import parse_rate_bps, parse_time_ns
 
@@ -59,14 +59,7 @@ def read_topology_file(path, gpus_per_server: int | None = None) -> Topology:
         ``file:line`` where there is one.
     """
     name = str(path)
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except (IsADirectoryError, NotADirectoryError):
-        raise InputError(f"{name}: not a file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{name}: not a text file") from None
+    text = read_input_text(path, "topology file")
 
     # (line number, tokens) for each non-blank line.
     lines = [(no, line.split()) for no, line in enumerate(text.splitlines(), 1) if line.strip()]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wormhole_replay.errors import InputError
+from wormhole_replay.errors import InputError, read_input_text
 from wormhole_replay.topology.model import Topology
 
 _M32 = 0xFFFFFFFF
@@ -440,10 +440,7 @@ def apply_reference_order(topo: Topology, routes: Routes, path) -> Routes:
         Missing file, malformed line, or a line whose next-hop set differs from ours.
     """
     name = str(path)
-    try:
-        text = Path(path).read_text()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise InputError(f"{name}: no such file") from None
+    text = read_input_text(path, "routing file")
     host_index = topo.host_index()
     n_hosts = routes.dist.shape[1]
     hop_node = routes.hop_node.copy()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, read_input_text
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,7 @@ def read_flow_file(path: str | Path, topo=None) -> FlowSet:
     """Read a ``flow.txt``; with ``topo``, also check every flow against the topology (the error
     then names the file and line)."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such flow file") from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as e:
-        raise InputError(f"{path}: cannot read flow file ({e.__class__.__name__})") from None
+    lines = read_input_text(path, "flow file").splitlines()
     rows = [(i + 1, ln.split()) for i, ln in enumerate(lines) if ln.split()]
     if not rows:
         raise InputError(f"{path}: empty flow file (expected the number of flows on line 1)")
@@ -116,12 +111,7 @@ def read_flow_file(path: str | Path, topo=None) -> FlowSet:
 def read_paths_file(path: str | Path, n_flows: int) -> tuple[list[list[int]], list[list[int]]]:
     """Read ``paths.txt``: per flow, the node ids of its data path and of its ACK path."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such paths file") from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as e:
-        raise InputError(f"{path}: cannot read paths file ({e.__class__.__name__})") from None
+    lines = read_input_text(path, "paths file").splitlines()
     data: list = [None] * n_flows
     ack: list = [None] * n_flows
     for lineno, ln in enumerate(lines, 1):
