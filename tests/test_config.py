@@ -33,6 +33,9 @@ def test_direct_presets_match_run_py():
     assert d.ecn_for_rate(100_000_000_000) == (400_000, 1_600_000, 0.2)
     h = SimConfig.direct("hpcc", 100_000_000_000)
     assert (h.rate_ai_bps, h.int_multi, h.mi_thresh, h.u_target) == (40_000_000, 4, 0, 0.95)
+    t = SimConfig.direct("dctcp", 100_000_000_000)
+    assert (t.cc_mode, t.ewma_gain, t.dctcp_rate_ai_bps) == (8, 0.0625, 615_000_000)
+    assert t.ecn_for_rate(100_000_000_000) == (300_000, 300_000, 1.0)
     with pytest.raises(InputError):
         SimConfig.direct("timely", 100_000_000_000)
 

@@ -23,9 +23,10 @@ def jain(x):
     return x.sum() ** 2 / (len(x) * (x ** 2).sum())
 
 
-def test_single_flow_dcqcn_reaches_line_rate():
+@pytest.mark.parametrize("cc", ["dcqcn", "dctcp"])
+def test_single_flow_reaches_line_rate(cc):
     # a lone 1 MB flow: the reference's own figure (reference-runs README) is 88,092 ns
-    r = run(STAR, FlowSet.from_columns([1], [0], [1_000_000], [0]), "dcqcn")
+    r = run(STAR, FlowSet.from_columns([1], [0], [1_000_000], [0]), cc)
     row = r.flows.iloc[0]
     assert row.fct_ns == 88_092
     assert abs(row.fct_ns / row.standalone_fct_ns - 1) < 0.01
@@ -42,7 +43,7 @@ def test_single_flow_hpcc_settles_at_target_utilisation(size):
     assert abs(row.fct_ns / expected - 1) < tolerance
 
 
-@pytest.mark.parametrize("cc,min_jain", [("dcqcn", 0.99), ("hpcc", 0.97)])
+@pytest.mark.parametrize("cc,min_jain", [("dcqcn", 0.99), ("dctcp", 0.99), ("hpcc", 0.97)])
 def test_fair_share_on_one_bottleneck(cc, min_jain):
     """4 long flows into one host share the link.  DCQCN: Jain >= 0.99 once converged.  HPCC as
     the reference codes it (rate form, per-ACK fast react; our runs match the reference bit for
@@ -59,7 +60,7 @@ def test_fair_share_on_one_bottleneck(cc, min_jain):
     assert got.sum() * 8 / ((t2 - t1) * 1e-9) > 0.85 * 100e9 * 1000 / 1094
 
 
-@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc", "dctcp"])
 def test_incast_is_lossless_with_pfc_and_conserves_bytes(cc):
     # 8-to-1 incast into a deliberately small shared buffer: PFC must pause, nothing is lost
     n = 8
@@ -108,7 +109,7 @@ def test_flows_starting_later_and_across_a_fabric():
     dst = (src + 1 + rng.integers(0, hosts - 1, hosts)) % hosts
     dst = np.where(dst == src, (dst + 1) % hosts, dst)
     fs = FlowSet.from_columns(src, dst, rng.integers(10_000, 400_000, hosts), rng.integers(0, 50_000, hosts))
-    for cc in ("dcqcn", "hpcc"):
+    for cc in ("dcqcn", "hpcc", "dctcp"):
         r = run("fat-tree:k=4", fs, cc)
         assert r.flows.completed.all()
         assert r.counters["drops"] == 0

@@ -105,7 +105,7 @@ def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routin
         reference ``topology.txt``.
     flows : str, Path or FlowSet
         A reference ``flow.txt`` or a :class:`FlowSet`.
-    cc : {"dcqcn", "hpcc"}
+    cc : {"dcqcn", "hpcc", "dctcp"}
     config : path, optional
         A ``config.txt`` whose keys override the ``run.py`` preset of ``cc``.
     paths, routing : path, optional

@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--topology", help="fat-tree:k=K | leaf-spine:hosts=H,leaves=L,spines=S | "
                    "rail:servers=S,gpus_per_server=G (each with optional ,bw=100G,delay=1us) | topology.txt")
     s.add_argument("--flows", help="reference flow.txt")
-    s.add_argument("--cc", choices=["dcqcn", "hpcc"], help="congestion control (the run.py preset at the NIC rate)")
+    s.add_argument("--cc", choices=["dcqcn", "hpcc", "dctcp"], help="congestion control (the run.py preset at the NIC rate)")
     s.add_argument("--config", dest="overrides", metavar="FILE", help="with --topology: config.txt keys overriding the preset")
     s.add_argument("--paths", help="pin each flow's data and ACK path (the reference runs' paths.txt)")
     s.add_argument("--routing", help="order equal-cost next hops as a reference routing.txt does, "

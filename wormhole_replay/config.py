@@ -37,7 +37,7 @@ from pathlib import Path
 from .errors import InputError, read_input_text
 from .topology.units import parse_rate_bps
 
-CC_MODES = {"dcqcn": 1, "hpcc": 3}
+CC_MODES = {"dcqcn": 1, "hpcc": 3, "dctcp": 8}
 CC_NAMES = {v: k for k, v in CC_MODES.items()}
 
 
@@ -141,7 +141,7 @@ class SimConfig:
 
     def validate(self, where: str = "config") -> None:
         if self.cc_mode not in CC_NAMES:
-            raise InputError(f"{where}: CC_MODE {self.cc_mode} is not supported (1: DCQCN, 3: HPCC)")
+            raise InputError(f"{where}: CC_MODE {self.cc_mode} is not supported (1: DCQCN, 3: HPCC, 8: DCTCP)")
         if self.packet_payload_size <= 0:
             raise InputError(f"{where}: PACKET_PAYLOAD_SIZE must be positive")
         if self.l2_ack_interval < 1:
@@ -163,8 +163,8 @@ class SimConfig:
     # ---------------------------------------------------------------- presets
     @classmethod
     def direct(cls, cc: str, nic_bps: int) -> "SimConfig":
-        """HPCC's ``run.py`` preset (``dcqcn`` or ``hp``) for NIC bandwidth ``nic_bps``, with the
-        64-bit sequence numbers of the reference runs."""
+        """HPCC's ``run.py`` preset (``dcqcn``, ``hp`` or ``dctcp``) for NIC bandwidth ``nic_bps``,
+        with the 64-bit sequence numbers of the reference runs."""
         if cc not in CC_MODES:
             raise InputError(f"unknown CC mode '{cc}' (expected one of: {', '.join(CC_MODES)})")
         bw = nic_bps / 1e9
@@ -182,6 +182,11 @@ class SimConfig:
                            ewma_gain=1 / 256, fast_recovery_times=1, rate_ai_bps=int(5 * bw / 25 * 1e6),
                            rate_hai_bps=int(50 * bw / 25 * 1e6), has_win=False, var_win=False,
                            fast_react=False, ack_high_prio=True)
+        if cc == "dctcp":  # run.py: K = 30 KB x bw/10G for both thresholds, marking certain above it
+            k = {r: int(30 * r / 10e9) for r in ecn_rates}
+            return replace(c, ewma_gain=0.0625, dctcp_rate_ai_bps=615_000_000,
+                           kmin_map=k, kmax_map=dict(k), pmax_map={r: 1.0 for r in ecn_rates},
+                           has_win=True, var_win=True, ack_high_prio=False)
         return replace(c, rate_ai_bps=int(10 * bw / 25 * 1e6), rate_hai_bps=int(10 * bw / 25 * 1e6),
                        u_target=0.95, mi_thresh=0, int_multi=max(1, int(bw / 25)), has_win=True,
                        var_win=True, fast_react=True, ack_high_prio=False)

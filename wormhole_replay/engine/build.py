@@ -247,6 +247,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     cf[L.CF_MIN_RATE] = cfg.min_rate_bps
     cf[L.CF_U_TARGET] = cfg.u_target
     cf[L.CF_RATE_FIRST_CNP] = 1.0
+    cf[L.CF_DCTCP_RATE_AI] = cfg.dctcp_rate_ai_bps
 
     # --- dynamic state ------------------------------------------------------------------------
     with_int = cfg.cc_mode == 3

@@ -35,6 +35,7 @@ from .layout import *  # noqa: F403  (column and index constants)
 
 CC_DCQCN = 1
 CC_HPCC = 3
+CC_DCTCP = 8
 
 T_ALPHA = 0
 T_DEC = 1
@@ -640,6 +641,43 @@ def _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr,
             ft[f, FT_LAST_UPD] = next_seq
 
 
+# ------------------------------------------------------------------ DCTCP -----------------------
+
+
+@njit(cache=True, _nrt=False)
+def _dctcp_ack(ft, ff, ci, cf, f, ack_seq, cnp):
+    """RdmaHw::HandleAckDctcp: alpha once per window of ACKs, at most one cut per window (CWR),
+    additive increase once per window otherwise.  Rate changes apply at the next pacing decision."""
+    new_batch = False
+    if cnp:
+        ft[f, FT_ECN_CNT] += 1
+    mtu = ci[CI_PAYLOAD]
+    if ack_seq > ft[f, FT_LAST_UPD]:
+        new_batch = True
+        if ft[f, FT_LAST_UPD] == 0:  # first RTT
+            ft[f, FT_LAST_UPD] = ft[f, FT_SND_NXT]
+            ft[f, FT_BATCH] = ft[f, FT_SND_NXT] // mtu + 1
+        else:
+            frac = ft[f, FT_ECN_CNT] / ft[f, FT_BATCH]
+            if frac > 1.0:
+                frac = 1.0
+            g = cf[CF_EWMA]
+            ff[f, FF_ALPHA] = (1.0 - g) * ff[f, FF_ALPHA] + g * frac
+            ft[f, FT_LAST_UPD] = ft[f, FT_SND_NXT]
+            ft[f, FT_ECN_CNT] = 0
+            ft[f, FT_BATCH] = (ft[f, FT_SND_NXT] - ack_seq) // mtu + 1
+    if ft[f, FT_CA_STATE] == 1 and ack_seq > ft[f, FT_HIGH_SEQ]:
+        ft[f, FT_CA_STATE] = 0
+    if cnp and ft[f, FT_CA_STATE] == 0:
+        r = np.floor(ff[f, FF_RATE] * (1.0 - ff[f, FF_ALPHA] / 2.0))
+        ff[f, FF_RATE] = r if r > cf[CF_MIN_RATE] else cf[CF_MIN_RATE]
+        ft[f, FT_CA_STATE] = 1
+        ft[f, FT_HIGH_SEQ] = ft[f, FT_SND_NXT]
+    if ft[f, FT_CA_STATE] == 0 and new_batch:
+        r = ff[f, FF_RATE] + cf[CF_DCTCP_RATE_AI]
+        ff[f, FF_RATE] = r if r < ff[f, FF_MAX_RATE] else ff[f, FF_MAX_RATE]
+
+
 # ------------------------------------------------------------------ RDMA endpoints -------------
 
 
@@ -714,6 +752,8 @@ def _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci
     cc = ci[CI_CC_MODE]
     if active and cc == CC_DCQCN and (pk[i, PK_FLAGS] & FLAG_CNP) != 0:
         _cnp_received(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f)
+    if active and cc == CC_DCTCP:
+        _dctcp_ack(ft, ff, ci, cf, f, pk[i, PK_SEQ], (pk[i, PK_FLAGS] & FLAG_CNP) != 0)
     if active and cc == CC_HPCC:
         if pk[i, PK_SEQ] > ft[f, FT_LAST_UPD]:
             _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr, f, i, False)

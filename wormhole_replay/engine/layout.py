@@ -90,12 +90,16 @@ FT_RX_LAST_NACK = 23
 FT_PKTS_SENT = 24  # counters
 FT_BYTES_RX = 25
 FT_DONE_IDX = 26  # completion order (ties at one ns keep the reference's order)
-FT_LEN = 27
+FT_ECN_CNT = 27  # DCTCP: ECN-echoing ACKs in the current batch
+FT_BATCH = 28  # DCTCP: packets in the batch the next alpha update covers
+FT_CA_STATE = 29  # DCTCP: 1 while in CWR (one cut per window)
+FT_HIGH_SEQ = 30  # DCTCP: snd_nxt at the last cut
+FT_LEN = 31
 
 FF_MAX_RATE = 0  # NIC line rate
 FF_RATE = 1  # current sending rate
 FF_TARGET = 2  # DCQCN
-FF_ALPHA = 3
+FF_ALPHA = 3  # DCQCN and DCTCP
 FF_CUR_RATE = 4  # HPCC
 FF_U = 5
 FF_LEN = 6
@@ -182,6 +186,7 @@ CF_RATE_HAI = 2
 CF_MIN_RATE = 3
 CF_U_TARGET = 4
 CF_RATE_FIRST_CNP = 5
+CF_DCTCP_RATE_AI = 6
 CF_LEN = 8
 
 # --- mutable scalars (st) ----------------------------------------------------------------------
