@@ -115,3 +115,16 @@ def test_flows_starting_later_and_across_a_fabric():
         assert r.counters["drops"] == 0
         assert (r.flows.bytes_received == r.flows.size_bytes).all()
         assert (r.flows.fct_ns >= 0.99 * r.flows.standalone_fct_ns).all()
+
+
+def test_hpcc_path_longer_than_the_int_stack(tmp_path):
+    """INT holds 5 hops; past that the reference wraps the stack and then ignores it (no rate
+    update), so a lone flow over 6 switches keeps its line rate and completes."""
+    topo = tmp_path / "chain.txt"
+    links = [(0, 2)] + [(2 + k, 3 + k) for k in range(5)] + [(7, 1)]
+    topo.write_text(f"8 6 {len(links)}\n2 3 4 5 6 7\n" + "".join(f"{a} {b} 100Gbps 1us 0\n" for a, b in links))
+    r = run(str(topo), FlowSet.from_columns([0], [1], [2_000_000], [0]), "hpcc")
+    row = r.flows.iloc[0]
+    assert row.completed
+    # the INT overhead alone: no HPCC slow-down to U_TARGET
+    assert row.fct_ns < row.standalone_fct_ns * (1094 / 1052) * 1.01

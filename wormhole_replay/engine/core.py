@@ -360,16 +360,16 @@ def _switch_dequeue_transmit(pt, ptf, qt, nt, pk, kick, qn, qw, qm, hs, hpos, ci
                 _send_pfc(pt, qt, pk, kick, ci, st, ip, q, 0)
                 qt[k, QT_MMU_PAUSED] = 0
     if pk[i, PK_KIND] == KIND_DATA and ci[CI_CC_MODE] == CC_HPCC:
+        # IntHeader::PushHop, with the reference's field widths; past 5 hops it wraps around
         h = pk[i, PK_NHOP]
-        if h < MAXHOP:  # IntHeader::PushHop, with the reference's field widths
-            multi = ci[CI_INT_MULTI]
-            pk[i, PK_INT + h] = (
-                st[ST_NOW] % INT_TIME_MOD
-                | ((pt[p, PT_TXBYTES] // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
-                | ((pt[p, PT_QBYTES] // (INT_QLEN_UNIT * multi)) % INT_QLEN_MOD) << INT_QLEN_SHIFT
-                | pt[p, PT_RATE_IDX] << INT_RATE_SHIFT
-            )
-            pk[i, PK_NHOP] = h + 1
+        multi = ci[CI_INT_MULTI]
+        pk[i, PK_INT + h % MAXHOP] = (
+            st[ST_NOW] % INT_TIME_MOD
+            | ((pt[p, PT_TXBYTES] // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
+            | ((pt[p, PT_QBYTES] // (INT_QLEN_UNIT * multi)) % INT_QLEN_MOD) << INT_QLEN_SHIFT
+            | pt[p, PT_RATE_IDX] << INT_RATE_SHIFT
+        )
+        pk[i, PK_NHOP] = h + 1
     pt[p, PT_TXBYTES] += size
     _transmit_start(pt, pk, qn, qw, qm, hs, hpos, ci, st, p, i)
 
@@ -547,8 +547,12 @@ def _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr,
     nhop = pk[i, PK_NHOP]
     if ft[f, FT_LAST_UPD] == 0:  # first RTT: remember the INT
         ft[f, FT_LAST_UPD] = next_seq
-        for j in range(nhop):
+        for j in range(min(nhop, MAXHOP)):
             fh[f, FH_INT + j] = pk[i, PK_INT + j]
+        return
+    if nhop > MAXHOP:  # the reference skips an overflowed INT stack (more than 5 switches)
+        if not fast_react and next_seq > ft[f, FT_LAST_UPD]:
+            ft[f, FT_LAST_UPD] = next_seq
         return
     multi = ci[CI_INT_MULTI]
     T = ft[f, FT_BASE_RTT]
