@@ -43,6 +43,7 @@ class EngineState:
     fhf: np.ndarray
     pk: np.ndarray
     paths: np.ndarray
+    succ: np.ndarray
     order: np.ndarray
     qpl: np.ndarray
     kick: np.ndarray
@@ -196,7 +197,22 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     fh = np.zeros((rows, L.FH_LEN), np.int64)
     fhf = np.zeros((rows, L.FHF_LEN), np.float64)
     fhf[:, L.FHF_U:L.FHF_U + L.MAXHOP] = 1.0
-    order = _i64(np.argsort(flows.start_ns, kind="stable"))
+    # dependency DAG: predecessor counts, compute gaps, successors (CSR by predecessor)
+    if flows.deps_ptr is not None and len(flows.deps):
+        n_preds = np.diff(flows.deps_ptr)
+        owner = np.repeat(np.arange(F), n_preds)
+        by_pred = np.argsort(flows.deps, kind="stable")
+        succ = _i64(owner[by_pred])
+        ft[:, L.FT_SUCC] = np.searchsorted(flows.deps[by_pred], np.arange(F))
+        ft[:, L.FT_PREDS_LEFT] = n_preds
+    else:
+        succ = np.zeros(0, np.int64)
+        ft[:, L.FT_SUCC] = 0
+    if flows.delay_ns is not None:
+        ft[:, L.FT_DELAY] = flows.delay_ns
+    ft[:, L.FT_RX_DONE] = -1
+    roots = np.flatnonzero(ft[:, L.FT_PREDS_LEFT] == 0)
+    order = _i64(roots[np.argsort(flows.start_ns[roots], kind="stable")])
 
     ht = np.zeros((H, L.HT_LEN), np.int64)
     ht[:, L.HT_PORT] = host_port
@@ -263,12 +279,12 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
         if first is None or first < 0:
             first = ns3rng.first_ecn_stream(N)
         st[L.ST_MRG:L.ST_MRG + 6] = ns3rng.stream_state(cfg.rng_seed, first, cfg.ns3_rng_run)
-    qn, qw, qm, hs, hpos = new_queue(2 * P + H + 1 + 4 * F)
-    if F:  # the first flow start; the reference's ScheduleFlowInputs
+    qn, qw, qm, hs, hpos = new_queue(2 * P + H + 1 + L.FLOW_SLOTS * F)
+    if len(order):  # the first flow start; the reference's ScheduleFlowInputs
         q_set(qn, qw, qm, hs, hpos, 2 * P + H, int(flows.start_ns[order[0]]), 0)
         st[L.ST_SEQ] = 1
     state = EngineState(
-        pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths,
+        pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths, succ=succ,
         order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), qn=qn, qw=qw, qm=qm, hs=hs, hpos=hpos, ci=ci,
         cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
     )

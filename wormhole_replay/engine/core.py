@@ -41,6 +41,7 @@ T_ALPHA = 0
 T_DEC = 1
 T_RP = 2
 T_RTO = 3
+T_START = 4  # a flow whose predecessors are all done starts
 
 INT_TIME_MOD = 1 << 24
 INT_BYTES_MOD = 1 << 20
@@ -194,7 +195,7 @@ def _kick(pt, kick, st, p):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _qp_slot(ci, f, k):
-    return 2 * ci[CI_N_PORTS] + ci[CI_N_HOSTS] + 1 + 4 * f + k
+    return 2 * ci[CI_N_PORTS] + ci[CI_N_HOSTS] + 1 + FLOW_SLOTS * f + k
 
 
 # ------------------------------------------------------------------ link layer -----------------
@@ -692,12 +693,28 @@ def _qp_complete(ft, qn, qw, qm, hs, hpos, ci, st, f):
     ft[f, FT_FINISH] = st[ST_NOW]
     ft[f, FT_DONE_IDX] = st[ST_FINISHED]
     st[ST_FINISHED] += 1
-    for k in range(4):
+    for k in range(T_START):
         q_remove(qn, qw, qm, hs, hpos, _qp_slot(ci, f, k))
 
 
 @njit(cache=True, _nrt=False)
-def _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i):
+def _release_successors(ft, succ, qn, qw, qm, hs, hpos, ci, st, f):
+    """Flow f has arrived in full: each successor whose predecessors have now all arrived starts
+    at the latest predecessor arrival plus its compute gap (never before its own start time)."""
+    now = st[ST_NOW]
+    for j in range(ft[f, FT_SUCC], ft[f + 1, FT_SUCC] if f + 1 < ft.shape[0] else succ.shape[0]):
+        g = succ[j]
+        ready = now + ft[g, FT_DELAY]
+        if ready > ft[g, FT_READY]:
+            ft[g, FT_READY] = ready
+        ft[g, FT_PREDS_LEFT] -= 1
+        if ft[g, FT_PREDS_LEFT] == 0:
+            t = ft[g, FT_READY] if ft[g, FT_READY] > ft[g, FT_START] else ft[g, FT_START]
+            q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, g, T_START), t, _next_seq(st))
+
+
+@njit(cache=True, _nrt=False)
+def _receive_data(pt, qt, nt, ht, ft, pk, succ, kick, qn, qw, qm, hs, hpos, ci, st, i):
     """RdmaHw::ReceiveUdp + ReceiverCheckSeq: accept in order, then ACK (or NACK a gap)."""
     f = pk[i, PK_FLOW]
     now = st[ST_NOW]
@@ -707,6 +724,9 @@ def _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i):
     if seq == expected:
         ft[f, FT_RX_EXPECTED] = expected + pk[i, PK_PAYLOAD]
         ft[f, FT_BYTES_RX] += pk[i, PK_PAYLOAD]
+        if ft[f, FT_RX_EXPECTED] >= ft[f, FT_SIZE] and ft[f, FT_RX_DONE] < 0:
+            ft[f, FT_RX_DONE] = now
+            _release_successors(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
         # the reference resets the milestone to L2_ACK_INTERVAL on every packet, so this ACKs
         # every in-order packet; a chunk boundary ACKs too
         if ft[f, FT_RX_EXPECTED] >= ci[CI_ACK_INTERVAL]:
@@ -799,6 +819,7 @@ def _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f):
     qpl[ht[h, HT_QP_OFF] + ht[h, HT_QP_COUNT]] = f
     ht[h, HT_QP_COUNT] += 1
     ft[f, FT_STATE] = 1
+    ft[f, FT_START] = st[ST_NOW]  # a released flow starts later than its earliest start
     line = ff[f, FF_MAX_RATE]
     ff[f, FF_RATE] = line
     ff[f, FF_TARGET] = line
@@ -833,7 +854,7 @@ def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpo
 
 
 @njit(cache=True, _nrt=False)
-def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf, st, pfc, scr, max_events):
+def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf, st, pfc, scr, max_events):
     """Process events until none is left, the stop time passes, ``max_events`` have run, or the
     packet pool / PFC log must grow.  Returns a ``RUN_*`` code.  All state stays in the arrays,
     so a call can be resumed."""
@@ -841,7 +862,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, qn, q
     n_hosts = ci[CI_N_HOSTS]
     flow_slot = 2 * n_ports + n_hosts
     qp_base = flow_slot + 1
-    n_flows = ft.shape[0]
+    n_roots = order.shape[0]  # flows without predecessors, by start time
     stop = ci[CI_STOP]
     done = 0
     while True:
@@ -883,7 +904,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, qn, q
             elif pt[ip, PT_IS_HOST] == 0:
                 _switch_receive(pt, qt, nt, ft, pk, paths, kick, ci, st, ip, i)
             elif pk[i, PK_KIND] == KIND_DATA:
-                _receive_data(pt, qt, nt, ht, ft, pk, kick, ci, st, i)
+                _receive_data(pt, qt, nt, ht, ft, pk, succ, kick, qn, qw, qm, hs, hpos, ci, st, i)
             else:
                 _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci, cf, st, scr, i)
         elif slot < flow_slot:  # a NIC wakes up
@@ -891,20 +912,22 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, order, qpl, kick, qn, q
             if _port_ready(pt, qn, st, ht[h, HT_PORT]):
                 _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci, st, h)
         elif slot == flow_slot:  # flows starting now, in file order, each set up in turn
-            while st[ST_NEXT_FLOW] < n_flows:
+            while st[ST_NEXT_FLOW] < n_roots:
                 f = order[st[ST_NEXT_FLOW]]
                 if ft[f, FT_START] != t:
                     break
                 st[ST_NEXT_FLOW] += 1
                 _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
                 _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
-            if st[ST_NEXT_FLOW] < n_flows:
+            if st[ST_NEXT_FLOW] < n_roots:
                 f = order[st[ST_NEXT_FLOW]]
                 q_set(qn, qw, qm, hs, hpos, flow_slot, ft[f, FT_START], _next_seq(st))
         else:  # a QP timer
-            k = (slot - qp_base) % 4
-            f = (slot - qp_base) // 4
-            if k == T_RTO:
+            k = (slot - qp_base) % FLOW_SLOTS
+            f = (slot - qp_base) // FLOW_SLOTS
+            if k == T_START:
+                _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
+            elif k == T_RTO:
                 if ft[f, FT_STATE] == 1 and ft[f, FT_SND_UNA] < ft[f, FT_SND_NXT]:
                     st[ST_TIMEOUTS] += 1
                     ft[f, FT_SND_NXT] = ft[f, FT_SND_UNA]  # go back N

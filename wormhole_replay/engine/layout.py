@@ -94,7 +94,13 @@ FT_ECN_CNT = 27  # DCTCP: ECN-echoing ACKs in the current batch
 FT_BATCH = 28  # DCTCP: packets in the batch the next alpha update covers
 FT_CA_STATE = 29  # DCTCP: 1 while in CWR (one cut per window)
 FT_HIGH_SEQ = 30  # DCTCP: snd_nxt at the last cut
-FT_LEN = 31
+FT_PREDS_LEFT = 31  # dependency DAG: predecessors not yet received in full
+FT_READY = 32  # latest (predecessor received + FT_DELAY) so far
+FT_DELAY = 33  # compute gap between the last predecessor's arrival and this flow's start
+FT_SUCC = 34  # offset of the flow's successors in succ (CSR; FT_SUCC of f+1 ends it)
+FT_RX_DONE = 35  # ns when the receiver had every byte in order, -1
+FT_LEN = 36
+FLOW_SLOTS = 5  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, and T_START
 
 FF_MAX_RATE = 0  # NIC line rate
 FF_RATE = 1  # current sending rate

@@ -77,7 +77,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     ft = state.ft
     finish = ft[:, L.FT_FINISH].copy()
     done = finish >= 0
-    fct = np.where(done, finish - flows.start_ns, -1)
+    start = np.where(ft[:, L.FT_STATE] > 0, ft[:, L.FT_START], -1)  # actual start (DAG releases)
+    fct = np.where(done, finish - start, -1)
     hdr = cfg.fct_header_bytes
     payload = cfg.packet_payload_size
     total_bytes = flows.size + ((flows.size - 1) // payload + 1) * hdr
@@ -85,8 +86,9 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     df = pd.DataFrame({
         "flow_id": np.arange(len(flows), dtype=np.int64),
         "src": flows.src, "dst": flows.dst, "sport": plan.sport, "dport": flows.dport, "pg": flows.pg,
-        "size_bytes": flows.size, "start_ns": flows.start_ns,
+        "size_bytes": flows.size, "start_ns": start,
         "finish_ns": finish, "fct_ns": fct, "standalone_fct_ns": standalone, "completed": done,
+        "received_ns": ft[:, L.FT_RX_DONE].copy(),
         "done_index": np.where(done, ft[:, L.FT_DONE_IDX], -1),
         "packets_sent": ft[:, L.FT_PKTS_SENT].copy(), "bytes_received": ft[:, L.FT_BYTES_RX].copy(),
     })

@@ -21,7 +21,12 @@ from ..errors import InputError, read_input_text
 
 @dataclass(frozen=True)
 class FlowSet:
-    """Flows to simulate, in input order (flow id = position)."""
+    """Flows to simulate, in input order (flow id = position), with an optional dependency DAG.
+
+    A flow with predecessors starts once every predecessor has been received in full, plus its
+    ``delay_ns`` (a compute gap), and never before its ``start_ns``; a flow without predecessors
+    starts at ``start_ns``.  Predecessors of flow f: ``deps[deps_ptr[f]:deps_ptr[f + 1]]``.
+    """
 
     src: np.ndarray  # int64 node ids
     dst: np.ndarray
@@ -29,15 +34,31 @@ class FlowSet:
     dport: np.ndarray
     size: np.ndarray  # bytes
     start_ns: np.ndarray
+    deps_ptr: np.ndarray | None = None  # int64[F + 1]
+    deps: np.ndarray | None = None  # int64[E] predecessor flow ids
+    delay_ns: np.ndarray | None = None  # int64[F]
 
     def __len__(self) -> int:
         return len(self.src)
 
     @classmethod
-    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100) -> "FlowSet":
+    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100, deps=None, delay_ns=0) -> "FlowSet":
+        """Build from columns; ``deps`` is a list (one entry per flow) of predecessor flow ids."""
         n = len(src)
         as64 = lambda x: np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)))
-        return cls(as64(src), as64(dst), as64(pg), as64(dport), as64(size), as64(start_ns))
+        deps_ptr = dep_ids = None
+        if deps is not None:
+            counts = np.array([len(d) for d in deps], dtype=np.int64)
+            deps_ptr = np.zeros(n + 1, dtype=np.int64)
+            deps_ptr[1:] = np.cumsum(counts)
+            dep_ids = np.array([x for d in deps for x in d], dtype=np.int64)
+        return cls(as64(src), as64(dst), as64(pg), as64(dport), as64(size), as64(start_ns),
+                   deps_ptr, dep_ids, as64(delay_ns))
+
+    def predecessors(self, f: int) -> np.ndarray:
+        if self.deps_ptr is None:
+            return np.zeros(0, dtype=np.int64)
+        return self.deps[self.deps_ptr[f]:self.deps_ptr[f + 1]]
 
     def validate(self, topo, where: str = "flows") -> None:
         """Every flow between two distinct hosts of ``topo``, with a positive size."""
@@ -58,6 +79,38 @@ class FlowSet:
                 raise InputError(f"{line}: start time must not be negative")
             if not 0 <= self.pg[f] < 8 or self.pg[f] == 0:
                 raise InputError(f"{line}: priority group must be 1..7 (0 is the control queue)")
+        if self.deps_ptr is not None:
+            n = len(self)
+            if len(self.deps_ptr) != n + 1 or self.deps_ptr[-1] != len(self.deps):
+                raise InputError(f"{where}: malformed dependency table")
+            if len(self.deps) and (self.deps.min() < 0 or self.deps.max() >= n):
+                raise InputError(f"{where}: a dependency names a flow that does not exist")
+            if self.delay_ns is not None and (self.delay_ns < 0).any():
+                raise InputError(f"{where}: a compute delay is negative")
+            cycle = find_cycle(self.deps_ptr, self.deps)
+            if cycle is not None:
+                raise InputError(f"{where}: the flow dependencies form a cycle (through flow {cycle})")
+
+
+def find_cycle(deps_ptr: np.ndarray, deps: np.ndarray) -> int | None:
+    """A flow on a dependency cycle, or None if the dependencies form a DAG (Kahn's algorithm)."""
+    n = len(deps_ptr) - 1
+    indeg = np.diff(deps_ptr).copy()
+    owner = np.repeat(np.arange(n), np.diff(deps_ptr))  # edge e: deps[e] -> owner[e]
+    order = np.argsort(deps, kind="stable")
+    succ_of, succ_ptr = owner[order], np.searchsorted(deps[order], np.arange(n + 1))
+    stack = list(np.flatnonzero(indeg == 0))
+    seen = 0
+    while stack:
+        f = stack.pop()
+        seen += 1
+        for g in succ_of[succ_ptr[f]:succ_ptr[f + 1]]:
+            indeg[g] -= 1
+            if indeg[g] == 0:
+                stack.append(g)
+    if seen == n:
+        return None
+    return int(np.flatnonzero(indeg > 0)[0])
 
 
 def _seconds_to_ns(tok: str) -> int:
