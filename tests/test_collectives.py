@@ -71,3 +71,19 @@ def test_a_dependency_cycle_is_refused():
     fs = FlowSet.from_columns([1, 2], [2, 1], [1000, 1000], 0, deps=[[1], [0]])
     with pytest.raises(InputError, match="cycle"):
         execute(prepare_direct_run(STAR, fs, "dcqcn", out=None))
+
+
+def test_virtual_flows_are_compute_and_intra_server_copies():
+    """A compute op (virtual, 20 us) between two network transfers: the second starts when the
+    compute is done; a virtual flow never touches the packet network or fct.txt."""
+    from wormhole_replay.engine.simulate import format_fct
+
+    fs = FlowSet.from_columns([1, 2, 2], [2, 2, 3], [500_000, 0, 500_000], 0, deps=[[], [0], [1]],
+                              duration_ns=[-1, 20_000, -1])
+    f = execute(prepare_direct_run(STAR, fs, "dcqcn", out=None)).flows
+    assert f.completed.all()
+    assert f.loc[1, "start_ns"] == f.loc[0, "received_ns"]
+    assert f.loc[1, "finish_ns"] == f.loc[1, "start_ns"] + 20_000
+    assert f.loc[2, "start_ns"] == f.loc[1, "finish_ns"]
+    assert f.loc[1, "packets_sent"] == 0
+    assert len(format_fct(f).splitlines()) == 2

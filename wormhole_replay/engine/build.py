@@ -77,7 +77,7 @@ def flow_paths(topo, flows: FlowSet, routes=None, sport=None, pinned=None):
     """Per flow, the node ids of its data path and of its ACK path (ECMP-hashed, or pinned)."""
     if pinned is not None:
         data_paths, ack_paths = pinned
-        for f in range(len(flows)):
+        for f in np.flatnonzero(~flows.is_virtual):
             s, d = int(flows.src[f]), int(flows.dst[f])
             if data_paths[f][0] != s or data_paths[f][-1] != d or ack_paths[f][0] != d or ack_paths[f][-1] != s:
                 raise InputError(f"paths: flow {f} ({s}->{d}) is pinned to a path with other endpoints")
@@ -85,8 +85,13 @@ def flow_paths(topo, flows: FlowSet, routes=None, sport=None, pinned=None):
     if routes is None:
         routes = compute_routes(topo)
     data_paths, ack_paths = [], []
+    virtual = flows.is_virtual
     for f in range(len(flows)):
         s, d, dp = int(flows.src[f]), int(flows.dst[f]), int(flows.dport[f])
+        if virtual[f]:  # no packets: no path
+            data_paths.append([s])
+            ack_paths.append([d])
+            continue
         data_paths.append(flow_path(topo, routes, s, d, int(sport[f]), dp, ack=False))
         ack_paths.append(flow_path(topo, routes, s, d, int(sport[f]), dp, ack=True))
     return data_paths, ack_paths
@@ -211,6 +216,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     if flows.delay_ns is not None:
         ft[:, L.FT_DELAY] = flows.delay_ns
     ft[:, L.FT_RX_DONE] = -1
+    ft[:, L.FT_VIRTUAL] = flows.duration_ns if flows.duration_ns is not None else -1
     roots = np.flatnonzero(ft[:, L.FT_PREDS_LEFT] == 0)
     order = _i64(roots[np.argsort(flows.start_ns[roots], kind="stable")])
 

@@ -831,6 +831,25 @@ def _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f):
     _kick(pt, kick, st, ht[h, HT_PORT])
 
 
+@njit(cache=True, _nrt=False)
+def _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f):
+    """A flow that does not cross the packet network (a compute op, a copy inside a server): it
+    starts, then after its duration it is done and releases its successors."""
+    now = st[ST_NOW]
+    if ft[f, FT_STATE] == 0:
+        ft[f, FT_STATE] = 1
+        ft[f, FT_START] = now
+        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_START), now + ft[f, FT_VIRTUAL], _next_seq(st))
+        return
+    ft[f, FT_STATE] = 2
+    ft[f, FT_FINISH] = now
+    ft[f, FT_RX_DONE] = now
+    ft[f, FT_BYTES_RX] = ft[f, FT_SIZE]
+    ft[f, FT_DONE_IDX] = st[ST_FINISHED]
+    st[ST_FINISHED] += 1
+    _release_successors(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
+
+
 # ------------------------------------------------------------------ the loop -------------------
 
 
@@ -917,6 +936,9 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                 if ft[f, FT_START] != t:
                     break
                 st[ST_NEXT_FLOW] += 1
+                if ft[f, FT_VIRTUAL] >= 0:
+                    _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
+                    continue
                 _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
                 _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
             if st[ST_NEXT_FLOW] < n_roots:
@@ -926,7 +948,10 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
             k = (slot - qp_base) % FLOW_SLOTS
             f = (slot - qp_base) // FLOW_SLOTS
             if k == T_START:
-                _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
+                if ft[f, FT_VIRTUAL] >= 0:
+                    _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
+                else:
+                    _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
             elif k == T_RTO:
                 if ft[f, FT_STATE] == 1 and ft[f, FT_SND_UNA] < ft[f, FT_SND_NXT]:
                     st[ST_TIMEOUTS] += 1

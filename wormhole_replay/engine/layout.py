@@ -99,7 +99,8 @@ FT_READY = 32  # latest (predecessor received + FT_DELAY) so far
 FT_DELAY = 33  # compute gap between the last predecessor's arrival and this flow's start
 FT_SUCC = 34  # offset of the flow's successors in succ (CSR; FT_SUCC of f+1 ends it)
 FT_RX_DONE = 35  # ns when the receiver had every byte in order, -1
-FT_LEN = 36
+FT_VIRTUAL = 36  # -1: a network flow; else a duration: a compute op or an intra-server copy
+FT_LEN = 37
 FLOW_SLOTS = 5  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, and T_START
 
 FF_MAX_RATE = 0  # NIC line rate

@@ -83,12 +83,15 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     payload = cfg.packet_payload_size
     total_bytes = flows.size + ((flows.size - 1) // payload + 1) * hdr
     standalone = plan.pair_rtt + total_bytes * 8_000_000_000 // np.maximum(plan.pair_bw, 1)
+    virtual = flows.is_virtual
+    standalone = np.where(virtual, flows.duration_ns if flows.duration_ns is not None else 0, standalone)
     df = pd.DataFrame({
         "flow_id": np.arange(len(flows), dtype=np.int64),
         "src": flows.src, "dst": flows.dst, "sport": plan.sport, "dport": flows.dport, "pg": flows.pg,
         "size_bytes": flows.size, "start_ns": start,
         "finish_ns": finish, "fct_ns": fct, "standalone_fct_ns": standalone, "completed": done,
         "received_ns": ft[:, L.FT_RX_DONE].copy(),
+        "virtual": virtual,
         "done_index": np.where(done, ft[:, L.FT_DONE_IDX], -1),
         "packets_sent": ft[:, L.FT_PKTS_SENT].copy(), "bytes_received": ft[:, L.FT_BYTES_RX].copy(),
     })
@@ -124,7 +127,7 @@ def _progress_bar(total: int):
 def format_fct(flows: pd.DataFrame) -> str:
     """``fct.txt`` as the reference writes it: completed flows in completion order,
     ``sip dip sport dport size start_ns fct_ns standalone_fct_ns`` with hex addresses."""
-    done = flows[flows["completed"]].sort_values("done_index", kind="stable")
+    done = flows[flows["completed"] & ~flows["virtual"]].sort_values("done_index", kind="stable")
     lines = [
         f"{node_to_ip(int(r.src)):08x} {node_to_ip(int(r.dst)):08x} {r.sport} {r.dport} {r.size_bytes} "
         f"{r.start_ns} {r.fct_ns} {r.standalone_fct_ns}\n"

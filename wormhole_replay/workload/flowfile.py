@@ -37,13 +37,23 @@ class FlowSet:
     deps_ptr: np.ndarray | None = None  # int64[F + 1]
     deps: np.ndarray | None = None  # int64[E] predecessor flow ids
     delay_ns: np.ndarray | None = None  # int64[F]
+    duration_ns: np.ndarray | None = None  # int64[F]: -1 a network flow; >= 0 a virtual one
+
+    @property
+    def is_virtual(self) -> np.ndarray:
+        """Flows that do not cross the packet network: compute ops and copies inside a server,
+        which take ``duration_ns`` and then release their successors like any flow."""
+        if self.duration_ns is None:
+            return np.zeros(len(self), dtype=bool)
+        return self.duration_ns >= 0
 
     def __len__(self) -> int:
         return len(self.src)
 
     @classmethod
-    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100, deps=None, delay_ns=0) -> "FlowSet":
-        """Build from columns; ``deps`` is a list (one entry per flow) of predecessor flow ids."""
+    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100, deps=None, delay_ns=0, duration_ns=None) -> "FlowSet":
+        """Build from columns; ``deps`` is a list (one entry per flow) of predecessor flow ids;
+        ``duration_ns`` (-1 for network flows) makes virtual flows."""
         n = len(src)
         as64 = lambda x: np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)))
         deps_ptr = dep_ids = None
@@ -53,7 +63,7 @@ class FlowSet:
             deps_ptr[1:] = np.cumsum(counts)
             dep_ids = np.array([x for d in deps for x in d], dtype=np.int64)
         return cls(as64(src), as64(dst), as64(pg), as64(dport), as64(size), as64(start_ns),
-                   deps_ptr, dep_ids, as64(delay_ns))
+                   deps_ptr, dep_ids, as64(delay_ns), None if duration_ns is None else as64(duration_ns))
 
     def predecessors(self, f: int) -> np.ndarray:
         if self.deps_ptr is None:
@@ -63,6 +73,7 @@ class FlowSet:
     def validate(self, topo, where: str = "flows") -> None:
         """Every flow between two distinct hosts of ``topo``, with a positive size."""
         n_nodes = topo.n_nodes
+        virtual = self.is_virtual
         for f in range(len(self)):
             s, d = int(self.src[f]), int(self.dst[f])
             line = f"{where}: flow {f}"
@@ -71,9 +82,12 @@ class FlowSet:
                     raise InputError(f"{line}: {name} node {node} does not exist (topology has {n_nodes} nodes)")
                 if topo.is_switch[node]:
                     raise InputError(f"{line}: {name} node {node} is a switch, not a host")
-            if s == d:
+            if virtual[f]:
+                if self.size[f] < 0:
+                    raise InputError(f"{line}: size must not be negative")
+            elif s == d:
                 raise InputError(f"{line}: source and destination are the same host ({s})")
-            if self.size[f] <= 0:
+            elif self.size[f] <= 0:
                 raise InputError(f"{line}: size must be positive")
             if self.start_ns[f] < 0:
                 raise InputError(f"{line}: start time must not be negative")
