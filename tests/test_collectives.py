@@ -1,6 +1,5 @@
 """Collectives expanded into flow DAGs, replayed on an idle fabric against analytic times."""
 
-import numpy as np
 import pytest
 
 from wormhole_replay.api import execute, prepare_direct_run

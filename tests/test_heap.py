@@ -13,7 +13,6 @@ def test_matches_heapq_with_updates_and_removals():
     hs, pos, size = new_heap(n_slots)
     live = {}  # slot -> (t, s)
     seq = 0
-    popped, expected = [], []
     for step in range(4000):
         op = rng.integers(0, 4)
         slot = int(rng.integers(0, n_slots))

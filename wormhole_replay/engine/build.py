@@ -24,10 +24,6 @@ def _i64(x):
     return np.array(x, dtype=np.int64)  # always a fresh, writable, C-contiguous copy
 
 
-def _f64(x):
-    return np.array(x, dtype=np.float64)
-
-
 @dataclass
 class EngineState:
     """The arrays the kernels work on, in the order ``core.run`` takes them (see ``layout``)."""
@@ -258,7 +254,6 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     ci[L.CI_BUFFER] = cfg.buffer_size_mb * 1024 * 1024
     ci[L.CI_RESERVE] = reserve
     ci[L.CI_RESUME_OFFSET] = 3 * 1024
-    ci[L.CI_PAUSE_TIME] = us(cfg.pause_time_us)
     ci[L.CI_N_PORTS] = P
     ci[L.CI_N_HOSTS] = H
     ci[L.CI_RATE_TABLE:L.CI_RATE_TABLE + min(len(rate_table), 8)] = rate_table[:8]

@@ -178,7 +178,6 @@ CI_RTO_NS = 25
 CI_BUFFER = 26
 CI_RESERVE = 27
 CI_RESUME_OFFSET = 28
-CI_PAUSE_TIME = 29
 CI_N_PORTS = 30
 CI_N_HOSTS = 31
 CI_RATE_TABLE = 32  # up to 8 link rates (bps) that INT's 3-bit rate field indexes

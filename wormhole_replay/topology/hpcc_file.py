@@ -17,7 +17,6 @@ the line.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
