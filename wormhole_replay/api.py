@@ -89,9 +89,10 @@ def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet, cc
     return Run(topo, fs, cfg, pinned, _routes(topo, routing), outputs)
 
 
-def execute(run: Run, progress: bool = False) -> Result:
+def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
     """Simulate a prepared run (no files written)."""
-    return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress)
+    return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
+                     on_slice=on_slice)
 
 
 def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routing=None, seq_num_bytes=None) -> Result:

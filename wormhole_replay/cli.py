@@ -22,7 +22,6 @@ PROG = "wormhole-replay"
 NOT_BUILT = {
     "gen": "synthetic GPT / MoE iteration traces (issue 3, Workloads)",
     "import": "Chakra / Kineto / AICB / flow.txt importers (issue 3, Workloads)",
-    "replay": "trace replay (issue 3, Workloads)",
     "audit": "accelerated-vs-full audit (issue 6, Audit)",
     "memo": "memo database maintenance (issue 5, Memo)",
 }
@@ -79,6 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    r = sub.add_parser("replay", help="replay a training trace through the packet network",
+                       description="Replay a native trace (see wormhole_replay/workload/trace.py): per-flow, "
+                       "per-collective and per-iteration times.")
+    r.add_argument("trace", help="native trace file (.parquet)")
+    r.add_argument("--topology", required=True, help="topology spec or topology.txt (hosts are the GPUs)")
+    r.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
+    r.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
+    r.add_argument("--iterations", type=int, help="replay only the first N iterations of the trace")
+    r.add_argument("--out", default="out", help="output folder (default ./out)")
+    r.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -132,6 +143,48 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def cmd_replay(args) -> int:
+    from .engine.simulate import format_fct
+    from .replay import replay
+
+    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet)
+    out = Path(args.out)
+    paths = {"flows": out / "flows.parquet", "collectives": out / "collectives.csv",
+             "iterations": out / "iterations.csv", "fct": out / "fct.txt"}
+    try:
+        _write_atomic(paths["flows"], lambda tmp: res.flows.to_parquet(tmp, index=False))
+        _write_atomic(paths["collectives"], lambda tmp: res.collectives.to_csv(tmp, index=False))
+        _write_atomic(paths["iterations"], lambda tmp: res.iterations.to_csv(tmp, index=False))
+        _write_text(paths["fct"], format_fct(res.flows))
+    except OSError as e:
+        raise InputError(f"cannot write outputs to {out}: {e.strerror}") from None
+    c = res.counters
+    summary = {
+        "mode": "full",
+        "cc": args.cc,
+        "wall_seconds": round(c["wall_seconds"], 3),
+        "simulated_ns": c["simulated_ns"],
+        "events": c["events"],
+        "flows": c["flows"],
+        "flows_completed": c["flows_completed"],
+        "drops": c["drops"],
+        "pfc_pauses": c["pfc_pauses"],
+        "iterations": [
+            {"index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
+             "duration_ns": int(r.duration_ns), "wall_seconds": round(float(r.wall_seconds), 3)}
+            for r in res.iterations.itertuples()
+        ],
+        "outputs": {k: str(v) for k, v in paths.items()},
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for it in summary["iterations"]:
+            print(f"iteration {it['index']}: {it['duration_ns'] / 1e6:.3f} ms")
+        print(f"{c['flows_completed']}/{c['flows']} flows, {c['events']:,} events in {c['wall_seconds']:.2f} s; outputs in {out}")
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -141,7 +194,7 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return cmd_simulate(args)
+        return cmd_replay(args) if args.command == "replay" else cmd_simulate(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -36,7 +36,8 @@ class Result:
     counters: dict = field(default_factory=dict)
 
 
-def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, progress: bool = False) -> Result:
+def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, progress: bool = False,
+             on_slice=None) -> Result:
     """Run the full packet-level simulation of ``flows`` on ``topo`` with ``cfg``.
 
     Parameters
@@ -48,6 +49,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         Node-id paths per flow (from a ``paths.txt``) instead of ECMP hashing.
     progress : bool
         Show a progress bar on stderr (it appears only if the run lasts more than 2 s).
+    on_slice : callable, optional
+        Called with the engine state after every slice of events (a million or so).
     """
     t0 = time.perf_counter()
     flows.validate(topo)
@@ -63,6 +66,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             if st[L.ST_NPFC] + 64 > state.pfc.shape[0]:
                 state.pfc = np.concatenate([state.pfc, np.zeros_like(state.pfc)])
             continue
+        if on_slice is not None:
+            on_slice(state)
         if progress and bar is None and time.perf_counter() - t0 > PROGRESS_AFTER:
             bar = _progress_bar(len(flows))
         if bar is not None:

@@ -59,7 +59,8 @@ def _check(ranks, size_bytes, channels):
 
 def ring(ranks: list[int], size_bytes: int, steps: int, channels: int = 1, block: FlowBlock | None = None,
          after: list[int] | None = None) -> FlowBlock:
-    """``steps`` ring steps over ``ranks`` (a chunk of ``size_bytes / n`` per rank and step)."""
+    """``steps`` ring steps over ``ranks`` (a chunk of ``size_bytes / n`` per rank and step); the
+    first step waits for the flows ``after``."""
     _check(ranks, size_bytes, channels)
     n = len(ranks)
     if size_bytes < n * channels:

@@ -1,0 +1,71 @@
+"""Replay a training trace through the packet-level network: per-flow, per-collective and
+per-iteration times."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .api import execute, prepare_direct_run
+from .workload.expand import trace_to_flows
+from .workload.trace import Trace, load_trace
+
+
+@dataclass
+class ReplayResult:
+    """``flows``: the engine's flows table joined with the op each flow serves (``op_id, unit,
+    kind, name, coll, iteration, rank``).  ``collectives``: one row per collective instance or
+    point-to-point transfer (``unit, name, coll, iteration, start_ns, end_ns, duration_ns,
+    flows``).  ``iterations``: ``index, start_ns, end_ns, duration_ns, wall_seconds``."""
+
+    flows: pd.DataFrame
+    collectives: pd.DataFrame
+    iterations: pd.DataFrame
+    counters: dict = field(default_factory=dict)
+    pfc: pd.DataFrame | None = None
+
+
+def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
+           progress: bool = False) -> ReplayResult:
+    """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``."""
+    if not isinstance(trace, Trace):
+        trace = load_trace(trace)
+    run = prepare_direct_run(topology, _placeholder(), cc, config=config, out=None)
+    flows, info = trace_to_flows(trace, run.topo, iterations)
+    run.flows = flows
+    n_iter = int(info["iteration"].max()) + 1 if len(info) else 0
+    iteration_of = info["iteration"].to_numpy()
+    done_wall = np.full(n_iter, np.nan)
+    t0 = time.perf_counter()
+
+    def on_slice(state):  # wall-clock time at which each iteration's last flow was done
+        from .engine import layout as L
+
+        finished = state.ft[:, L.FT_STATE] == 2
+        for i in np.flatnonzero(np.isnan(done_wall)):
+            if finished[iteration_of == i].all():
+                done_wall[i] = time.perf_counter() - t0
+
+    result = execute(run, progress=progress, on_slice=on_slice)
+    f = result.flows.merge(info, on="flow_id")
+    net = f[~f["virtual"] | (f["kind"] != "compute")]
+    coll = (net[net["kind"] != "compute"].groupby("unit")
+            .agg(name=("name", "first"), coll=("coll", "first"), iteration=("iteration", "first"),
+                 start_ns=("start_ns", "min"), end_ns=("received_ns", "max"), flows=("flow_id", "count"))
+            .reset_index())
+    coll["duration_ns"] = coll["end_ns"] - coll["start_ns"]
+    it = (f.groupby("iteration").agg(start_ns=("start_ns", "min"), end_ns=("received_ns", "max")).reset_index()
+          .rename(columns={"iteration": "index"}))
+    it["duration_ns"] = it["end_ns"] - it["start_ns"]
+    walls = np.nan_to_num(done_wall, nan=result.counters["wall_seconds"])
+    it["wall_seconds"] = np.diff(np.concatenate([[0.0], walls]))[: len(it)]
+    return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc)
+
+
+def _placeholder():
+    from .workload.flowfile import FlowSet
+
+    return FlowSet.from_columns([], [], [], [])

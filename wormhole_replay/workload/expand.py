@@ -1,0 +1,219 @@
+"""From a trace to flows: every operation becomes flows of one dependency DAG.
+
+Units, expanded in dependency order:
+
+* a ``compute`` op: one virtual flow of its duration on its rank;
+* a matched ``send``/``recv`` pair: one flow, started when both sides are ready (rendezvous);
+* a collective instance (the k-th op of every member of a group): the flows of its algorithm
+  (``workload.collectives``); rank r's first send waits for rank r's own dependencies and for its
+  receiver's.  Rank r's op is done when r has received its last chunk and its last send arrived.
+
+A transfer between two GPUs of one server becomes a virtual flow over the intra-server link
+(``meta['intra_server']``: ``bw_bps``, ``latency_ns``; default 2880 Gb/s and 25 ns, the NVLink
+figures of SimAI's topology templates); only traffic between servers crosses the packet network.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from . import collectives as C
+from .flowfile import FlowSet, find_cycle
+from .trace import Trace
+
+INTRA_BW_BPS = 2_880_000_000_000
+INTRA_LATENCY_NS = 25
+
+
+def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[FlowSet, pd.DataFrame]:
+    """The flows of ``trace`` (its first ``iterations`` iterations) on ``topo``.
+
+    Returns the :class:`FlowSet` and a table, one row per flow: ``flow_id, op_id, unit, kind,
+    name, coll, iteration, rank``.
+    """
+    ops = trace.ops
+    if iterations is not None:
+        if iterations < 1 or iterations > trace.iterations:
+            raise InputError(f"--iterations {iterations}: the trace has {trace.iterations} iteration(s)")
+        ops = ops[ops["iteration"] < iterations]
+    n_ranks = trace.ranks
+    hosts = np.asarray(topo.hosts)
+    host_of_rank = np.asarray(trace.meta.get("rank_to_host") or list(range(n_ranks)), dtype=np.int64)
+    if len(host_of_rank) != n_ranks:
+        raise InputError(f"trace: rank_to_host lists {len(host_of_rank)} hosts for {n_ranks} ranks")
+    if host_of_rank.max(initial=-1) >= len(hosts):
+        raise InputError(f"the trace needs {int(host_of_rank.max()) + 1} GPUs (hosts); the topology has {len(hosts)}")
+    node_of_rank = hosts[host_of_rank]
+    gps = max(1, int(getattr(topo, "gpus_per_server", 1)))
+    server_of_rank = host_of_rank // gps
+    intra = trace.meta.get("intra_server") or {}
+    intra_bw = float(intra.get("bw_bps", INTRA_BW_BPS))
+    intra_lat = int(intra.get("latency_ns", INTRA_LATENCY_NS))
+
+    # --- units: which ops expand together ------------------------------------------------------
+    unit_of = {}
+    units = []  # (kind, [op ids])
+    idx = {int(o): i for i, o in enumerate(ops["op_id"].to_numpy())}
+    rows = ops.reset_index(drop=True)
+
+    def new_unit(kind, members):
+        for m in members:
+            unit_of[m] = len(units)
+        units.append((kind, members))
+
+    per_group = defaultdict(lambda: defaultdict(list))
+    sends = defaultdict(list)
+    recvs = defaultdict(list)
+    for r in rows.itertuples():
+        if r.kind == "compute":
+            new_unit("compute", [r.op_id])
+        elif r.kind == "coll":
+            per_group[r.group][r.rank].append(r.op_id)
+        elif r.kind == "send":
+            sends[(r.rank, r.peer)].append(r.op_id)
+        else:
+            recvs[(r.peer, r.rank)].append(r.op_id)
+    groups = trace.meta.get("groups", {})
+    for g, by_rank in per_group.items():
+        members = groups[g]
+        counts = {m: len(by_rank.get(m, [])) for m in members}
+        if len(set(counts.values())) != 1:
+            raise InputError(f"trace: group {g!r}: members issue different numbers of collectives {counts}")
+        for k in range(next(iter(counts.values()))):
+            inst = [by_rank[m][k] for m in members]
+            first = rows.iloc[idx[inst[0]]]
+            for o in inst[1:]:
+                r = rows.iloc[idx[o]]
+                if r.coll != first.coll or r.bytes != first.bytes:
+                    raise InputError(f"trace: group {g!r}, collective #{k}: ops {inst[0]} and {o} disagree "
+                                     f"({first.coll} {first.bytes} B vs {r.coll} {r.bytes} B)")
+            new_unit("coll", inst)
+    for key, s_ops in sends.items():
+        r_ops = recvs.get(key, [])
+        if len(r_ops) != len(s_ops):
+            raise InputError(f"trace: rank {key[0]} sends {len(s_ops)} message(s) to rank {key[1]}, which posts {len(r_ops)} recv(s)")
+        for s_op, r_op in zip(s_ops, r_ops):
+            new_unit("p2p", [s_op, r_op])
+    for key, r_ops in recvs.items():
+        if key not in sends:
+            raise InputError(f"trace: rank {key[1]} receives from rank {key[0]}, which sends nothing")
+
+    # --- order units by their dependencies -----------------------------------------------------
+    deps_of_unit = []
+    for kind, members in units:
+        d = set()
+        for m in members:
+            for x in rows.at[idx[m], "deps"]:
+                if x not in unit_of:
+                    raise InputError(f"trace: op {m} depends on op {x}, which is outside the replayed iterations")
+                if unit_of[x] != unit_of[m]:
+                    d.add(unit_of[x])
+        deps_of_unit.append(sorted(d))
+    ptr = np.zeros(len(units) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(d) for d in deps_of_unit])
+    flat = np.array([x for d in deps_of_unit for x in d], dtype=np.int64)
+    if find_cycle(ptr, flat) is not None:
+        raise InputError("trace: the operations' dependencies form a cycle")
+    order = _topological(deps_of_unit)
+
+    # --- expand -------------------------------------------------------------------------------
+    block = C.FlowBlock()
+    info = []  # (op_id, unit, kind, name, coll, iteration, rank) per flow
+    exits = {}  # op id -> flow ids that finish it
+
+    def after(op_id):
+        return [f for x in rows.at[idx[op_id], "deps"] for f in exits[x]]
+
+    def add_transfer(ra, rb, size, deps, meta_row):
+        a, b = int(node_of_rank[ra]), int(node_of_rank[rb])
+        f = block.add(a, b, size, deps)
+        same_server = server_of_rank[ra] == server_of_rank[rb]
+        durations.append(int(np.ceil(size * 8e9 / intra_bw)) + intra_lat if same_server else -1)
+        info.append(meta_row + (int(ra),))
+        return f
+
+    durations = []
+    for u in order:
+        kind, members = units[u]
+        first = rows.iloc[idx[members[0]]]
+        meta_row = (int(first.op_id), u, kind, str(first["name"]), str(first.coll), int(first.iteration))
+        if kind == "compute":
+            node = int(node_of_rank[first["rank"]])
+            f = block.add(node, node, 0, after(first.op_id))
+            durations.append(int(first.duration_ns))
+            info.append(meta_row + (int(first["rank"]),))
+            exits[int(first.op_id)] = [f]
+        elif kind == "p2p":
+            s_op, r_op = members
+            f = add_transfer(int(first["rank"]), int(first.peer), max(int(first.bytes), 1), after(s_op) + after(r_op), meta_row)
+            exits[s_op] = exits[r_op] = [f]
+        else:
+            ranks = [int(rows.at[idx[m], "rank"]) for m in members]
+            n = len(ranks)
+            before = [after(m) for m in members]
+            start = len(block)
+            size = int(first.bytes)
+            sub = C.FlowBlock()
+            rk = list(range(n))  # expand over rank positions, then map
+            if n == 1 or size == 0:
+                pass
+            elif first.coll == "all_to_all":
+                C.all_to_all(rk, max(size // n, 1), block=sub)
+            elif first.coll == "all_reduce":
+                C.all_reduce_ring(rk, max(size, n), block=sub)
+            elif first.coll == "reduce_scatter":
+                C.reduce_scatter_ring(rk, max(size, n), block=sub)
+            else:  # all_gather: bytes is each rank's input, the output is n times that
+                C.all_gather_ring(rk, max(size * n, n), block=sub)
+            last_in = defaultdict(list)
+            last_out = defaultdict(list)
+            for j in range(len(sub)):
+                a, b = sub.src[j], sub.dst[j]
+                deps = [start + d for d in sub.deps[j]]
+                if not sub.deps[j]:  # a first send: both sides must be ready
+                    deps = deps + before[a] + before[b]
+                f = add_transfer(ranks[a], ranks[b], sub.size[j], deps, meta_row)
+                last_out[a].append(f)
+                last_in[b].append(f)
+            for p, m in enumerate(members):
+                if len(sub) == 0:  # nothing to move: done when its dependencies are
+                    node = int(node_of_rank[ranks[p]])
+                    f = block.add(node, node, 0, before[p])
+                    durations.append(0)
+                    info.append(meta_row + (ranks[p],))
+                    exits[m] = [f]
+                elif first.coll == "all_to_all":
+                    exits[m] = last_in[p] + last_out[p]
+                else:  # a ring: the last step in and out of the rank
+                    exits[m] = last_in[p][-1:] + last_out[p][-1:]
+    fs = FlowSet.from_columns(block.src, block.dst, block.size, 0, deps=block.deps, duration_ns=durations)
+    table = pd.DataFrame(info, columns=["op_id", "unit", "kind", "name", "coll", "iteration", "rank"])
+    table.insert(0, "flow_id", np.arange(len(table), dtype=np.int64))
+    return fs, table
+
+
+def _topological(deps: list[list[int]]) -> list[int]:
+    """Units in an order where every unit comes after its dependencies (Kahn, smallest first)."""
+    import heapq
+
+    n = len(deps)
+    indeg = [len(d) for d in deps]
+    succ = [[] for _ in range(n)]
+    for u, d in enumerate(deps):
+        for x in d:
+            succ[x].append(u)
+    ready = [u for u in range(n) if indeg[u] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        u = heapq.heappop(ready)
+        out.append(u)
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(ready, v)
+    return out

@@ -1,0 +1,158 @@
+"""The trace model: a per-rank graph of operations, and its native file format.
+
+A trace is a table of operations plus job metadata.  Every operation belongs to one rank:
+
+* ``compute``: ``duration_ns`` of work on the rank;
+* ``coll``: the rank's part in a collective (``coll`` in all_reduce, all_gather, reduce_scatter,
+  all_to_all) over a named ``group`` of ranks, with ``bytes`` its input size and ``algo`` a hint
+  (``ring``, ``direct``); the k-th ``coll`` op of every member of a group, in op-id order, form one
+  collective instance, as NCCL matches them by communicator and sequence;
+* ``send`` / ``recv``: point to point with ``peer`` and ``bytes``; the k-th send from a to b
+  matches the k-th recv at b from a.
+
+Dependencies are explicit edges (``deps``: the ops that must be done first), never causality
+inferred from timestamps.  Each op carries the ``iteration`` it belongs to.
+
+Job metadata (``meta``): ``ranks``; ``rank_to_host`` (default: rank r on host index r);
+``groups`` {name: [ranks]}; ``layout`` (tp, pp, dp, ep, ...); ``iterations``; ``provenance``;
+``intra_server`` {``bw_bps``, ``latency_ns``}, the link between GPUs of one server.
+
+Native format, version 1: one Parquet file, one row per op (columns ``op_id, rank, kind, name,
+iteration, duration_ns, coll, group, bytes, algo, peer, deps``; ``deps`` a list of op ids), with the
+metadata as JSON under the key ``wormhole_replay.trace`` of the file's schema metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+SCHEMA = "wormhole-replay-trace"
+VERSION = 1
+META_KEY = b"wormhole_replay.trace"
+KINDS = ("compute", "coll", "send", "recv")
+COLLS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+COLUMNS = ["op_id", "rank", "kind", "name", "iteration", "duration_ns", "coll", "group", "bytes", "algo", "peer", "deps"]
+
+
+@dataclass
+class Trace:
+    """Operations (a DataFrame with ``COLUMNS``) and job metadata."""
+
+    ops: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def ranks(self) -> int:
+        return int(self.meta["ranks"])
+
+    @property
+    def iterations(self) -> int:
+        return int(self.ops["iteration"].max()) + 1 if len(self.ops) else 0
+
+    def validate(self, where: str = "trace") -> None:
+        ops = self.ops
+        if list(ops.columns) != COLUMNS:
+            raise InputError(f"{where}: columns must be {COLUMNS}")
+        n = self.ranks
+        if n < 1:
+            raise InputError(f"{where}: a trace needs at least one rank")
+        ids = ops["op_id"].to_numpy()
+        if len(np.unique(ids)) != len(ids):
+            raise InputError(f"{where}: duplicate op ids")
+        bad = ops[~ops["kind"].isin(KINDS)]
+        if len(bad):
+            raise InputError(f"{where}: op {bad.op_id.iloc[0]}: unknown kind {bad.kind.iloc[0]!r} (expected {', '.join(KINDS)})")
+        if ((ops["rank"] < 0) | (ops["rank"] >= n)).any():
+            raise InputError(f"{where}: an op's rank is outside 0..{n - 1}")
+        known = set(ids.tolist())
+        for op_id, deps in zip(ids, ops["deps"]):
+            for d in deps:
+                if d not in known:
+                    raise InputError(f"{where}: op {op_id} depends on op {d}, which does not exist")
+        comp = ops[ops.kind == "compute"]
+        if (comp["duration_ns"] < 0).any():
+            raise InputError(f"{where}: a compute op has a negative duration")
+        coll = ops[ops.kind == "coll"]
+        groups = self.meta.get("groups", {})
+        for r in coll.itertuples():
+            if r.coll not in COLLS:
+                raise InputError(f"{where}: op {r.op_id}: unknown collective type {r.coll!r} (expected {', '.join(COLLS)})")
+            if r.group not in groups:
+                raise InputError(f"{where}: op {r.op_id}: unknown group {r.group!r}")
+            if r.rank not in groups[r.group]:
+                raise InputError(f"{where}: op {r.op_id}: rank {r.rank} is not in group {r.group!r}")
+            if r.bytes < 0:
+                raise InputError(f"{where}: op {r.op_id}: negative size")
+        p2p = ops[ops.kind.isin(["send", "recv"])]
+        if ((p2p["peer"] < 0) | (p2p["peer"] >= n) | (p2p["peer"] == p2p["rank"])).any():
+            raise InputError(f"{where}: a send or recv has an invalid peer")
+
+
+def new_ops(rows: list[dict]) -> pd.DataFrame:
+    """A DataFrame of ops from dicts (missing fields take neutral values)."""
+    defaults = dict(name="", iteration=0, duration_ns=0, coll="", group="", bytes=0, algo="", peer=-1, deps=())
+    full = [{**defaults, **r} for r in rows]
+    df = pd.DataFrame(full, columns=COLUMNS)
+    df["deps"] = [list(map(int, d)) for d in df["deps"]]
+    for c in ("op_id", "rank", "iteration", "duration_ns", "bytes", "peer"):
+        df[c] = df[c].astype(np.int64)
+    return df
+
+
+def save_trace(trace: Trace, path: str | Path) -> None:
+    """Write the native format (atomically: a temporary file, then a rename)."""
+    import os
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace.validate()
+    path = Path(path)
+    meta = {"schema": SCHEMA, "version": VERSION, **trace.meta}
+    table = pa.Table.from_pandas(trace.ops, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Read the native format; refuse other files and newer versions with a clear error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such trace file")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InputError(f"{path}: not a wormhole-replay trace ({str(e).splitlines()[0][:120]})") from None
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    if raw is None:
+        raise InputError(f"{path}: a Parquet file, but not a wormhole-replay trace (no trace metadata)")
+    meta = json.loads(raw)
+    if meta.get("schema") != SCHEMA:
+        raise InputError(f"{path}: not a wormhole-replay trace")
+    if int(meta.get("version", 0)) > VERSION:
+        raise InputError(f"{path}: trace format version {meta['version']} is newer than this program reads ({VERSION})")
+    meta = {k: v for k, v in meta.items() if k not in ("schema", "version")}
+    ops = table.to_pandas()
+    ops["deps"] = [list(map(int, d)) for d in ops["deps"]]
+    trace = Trace(ops=ops[COLUMNS], meta=meta)
+    trace.validate(str(path))
+    return trace
