@@ -3,7 +3,9 @@
 Units, expanded in dependency order:
 
 * a ``compute`` op: one virtual flow of its duration on its rank;
-* a matched ``send``/``recv`` pair: one flow, started when both sides are ready (rendezvous);
+* a matched ``send``/``recv`` pair: one flow, started when the send's dependencies are done (the
+  data is ready; p2p is posted as non-blocking isend/irecv, as Megatron batches them); ops after
+  the ``recv`` wait for the data;
 * a collective instance (the k-th op of every member of a group): the flows of its algorithm
   (``workload.collectives``); rank r's first send waits for rank r's own dependencies and for its
   receiver's.  Rank r's op is done when r has received its last chunk and its last send arrived.
@@ -149,7 +151,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
             exits[int(first.op_id)] = [f]
         elif kind == "p2p":
             s_op, r_op = members
-            f = add_transfer(int(first["rank"]), int(first.peer), max(int(first.bytes), 1), after(s_op) + after(r_op), meta_row)
+            f = add_transfer(int(first["rank"]), int(first.peer), max(int(first.bytes), 1), after(s_op), meta_row)
             exits[s_op] = exits[r_op] = [f]
         else:
             ranks = [int(rows.at[idx[m], "rank"]) for m in members]

@@ -1,0 +1,161 @@
+"""Synthetic training iterations: Megatron-style GPT with tensor, pipeline and data parallelism.
+
+Layout (Megatron's rank order, tensor-parallel fastest): ``rank = (p * dp + d) * tp + t`` for
+pipeline stage p, data-parallel index d, tensor-parallel index t; TP groups are consecutive ranks
+(one server when ``tp <= gpus_per_server``), DP groups share (p, t), pipeline neighbours share (d, t).
+
+Per layer and micro-batch (b sequences of s tokens, hidden h, fp16 activations):
+
+* forward: attention and MLP compute, each followed by a TP all-reduce of ``b*s*h*2`` bytes
+  (GPT-175B at TP 8, b=1, s=2048: 50,331,648 bytes);
+* backward: twice the forward compute, and the same two all-reduces.
+
+Compute time is FLOPs / (``tflops`` per GPU): ``24*b*s*h^2 + 4*b*s^2*h`` per layer forward
+(Megatron's count), divided by TP.  Pipeline stages pass ``b*s*h*2``-byte activations forward and
+gradients backward (send/recv), in the 1F1B schedule: ``pp - p - 1`` warm-up forwards, then one
+forward and one backward in turn, then the remaining backwards.  Data-parallel gradients
+(``12*h^2`` parameters per layer, plus the ``V*h`` embedding on the first and last stages, fp16,
+divided by TP) are all-reduced in buckets of ``bucket_mb``, each launched as soon as the last
+micro-batch's backward has produced it (overlapped with the rest of the backward); the optimizer
+step waits for all of them, and the next iteration for the optimizer step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .trace import Trace, new_ops
+
+
+@dataclass(frozen=True)
+class GptShape:
+    layers: int
+    hidden: int
+    seq: int
+    vocab: int = 51200
+
+
+GPT_PRESETS = {
+    "gpt-13b": GptShape(layers=40, hidden=5120, seq=2048),
+    "gpt-175b": GptShape(layers=96, hidden=12288, seq=2048),
+    "llama-70b": GptShape(layers=80, hidden=8192, seq=4096, vocab=32000),
+}
+
+
+def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, microbatches: int = 1,
+              iterations: int = 1, bucket_mb: float = 25.0, micro_batch_size: int = 1, tflops: float = 150.0,
+              name: str = "gpt") -> Trace:
+    """A GPT training trace (see the module docstring for the model)."""
+    dp = dp if dp is not None else gpus // max(tp * pp, 1)
+    if tp < 1 or pp < 1 or dp < 1 or tp * pp * dp != gpus:
+        raise InputError(f"impossible layout: tp {tp} x pp {pp} x dp {dp} != {gpus} GPUs")
+    if shape.layers % pp:
+        raise InputError(f"{shape.layers} layers do not split into {pp} pipeline stages")
+    if microbatches < 1 or iterations < 1 or bucket_mb <= 0:
+        raise InputError("microbatches and iterations must be >= 1, bucket_mb > 0")
+    b, s, h = micro_batch_size, shape.seq, shape.hidden
+    act_bytes = b * s * h * 2
+    fwd_flops = (24 * b * s * h * h + 4 * b * s * s * h) / tp
+    fwd_ns = max(1, int(fwd_flops / (tflops * 1e12) * 1e9))
+    half_fwd = max(1, fwd_ns // 2)  # attention and MLP halves
+    layers_per_stage = shape.layers // pp
+    layer_grad_bytes = 12 * h * h * 2 // tp
+    emb_grad_bytes = shape.vocab * h * 2 // tp
+    bucket = int(bucket_mb * 1024 * 1024)
+
+    def rank(p, d, t):
+        return (p * dp + d) * tp + t
+
+    groups = {}
+    for p in range(pp):
+        for d in range(dp):
+            groups[f"tp_p{p}_d{d}"] = [rank(p, d, t) for t in range(tp)]
+        for t in range(tp):
+            groups[f"dp_p{p}_t{t}"] = [rank(p, d, t) for d in range(dp)]
+
+    rows = []
+    last = {r: [] for r in range(gpus)}  # each rank's ops run in program order
+
+    def op(r, **kw):
+        oid = len(rows)
+        rows.append(dict(op_id=oid, rank=r, deps=list(last[r]) + kw.pop("extra", []), **kw))
+        last[r] = [oid]
+        return oid
+
+    pending = {r: [] for r in range(gpus)}  # the rank's gradient buckets in flight
+    for it in range(iterations):
+        # 1F1B per stage: an ordered list of (kind, micro-batch) per stage
+        sched = {p: _one_f_one_b(pp, p, microbatches) for p in range(pp)}
+        # pipeline messages are matched by order, so emit every stage's ops in schedule order
+        for p in range(pp):
+            for d in range(dp):
+                for t in range(tp):
+                    r = rank(p, d, t)
+                    tp_group = f"tp_p{p}_d{d}"
+                    ready = 0
+                    for kind, mb in sched[p]:
+                        fwd = kind == "F"
+                        if fwd and p > 0:
+                            op(r, kind="recv", name=f"act_mb{mb}", iteration=it, peer=rank(p - 1, d, t), bytes=act_bytes)
+                        if not fwd and p < pp - 1:
+                            op(r, kind="recv", name=f"grad_mb{mb}", iteration=it, peer=rank(p + 1, d, t), bytes=act_bytes)
+                        for layer in (range(layers_per_stage) if fwd else reversed(range(layers_per_stage))):
+                            for part in ("attn", "mlp"):
+                                op(r, kind="compute", name=f"{kind}_{part}_l{layer}", iteration=it,
+                                   duration_ns=half_fwd if fwd else 2 * half_fwd)
+                                if tp > 1:
+                                    op(r, kind="coll", name=f"{kind}_{part}_tp_l{layer}", iteration=it, coll="all_reduce",
+                                       group=tp_group, bytes=act_bytes, algo="ring")
+                            if not fwd and mb == microbatches - 1 and dp > 1:
+                                ready += layer_grad_bytes + (emb_grad_bytes if layer == 0 and p == 0 else 0)
+                                if ready >= bucket:
+                                    pending[r].append(_dp_bucket(op, r, it, f"dp_p{p}_t{t}", ready, last))
+                                    ready = 0
+                        if fwd and p < pp - 1:
+                            _off_path(op, last, r, kind="send", name=f"act_mb{mb}", iteration=it, peer=rank(p + 1, d, t), bytes=act_bytes)
+                        if not fwd and p > 0:
+                            _off_path(op, last, r, kind="send", name=f"grad_mb{mb}", iteration=it, peer=rank(p - 1, d, t), bytes=act_bytes)
+                    if dp > 1 and (ready > 0 or (p == pp - 1 and pp > 1 and emb_grad_bytes)):
+                        extra = emb_grad_bytes if (p == pp - 1 and pp > 1) else 0
+                        pending[r].append(_dp_bucket(op, r, it, f"dp_p{p}_t{t}", ready + extra, last))
+                    # the optimizer step waits for every gradient bucket of this rank
+                    op(r, kind="compute", name="optimizer", iteration=it, duration_ns=max(1, fwd_ns // 10), extra=pending[r])
+                    pending[r] = []
+    meta = dict(
+        ranks=gpus, groups=groups, iterations=iterations,
+        layout=dict(tp=tp, pp=pp, dp=dp, microbatches=microbatches, micro_batch_size=b),
+        provenance=dict(generator=f"wormhole-replay gen {name}", layers=shape.layers, hidden=h, seq=s,
+                        vocab=shape.vocab, tflops=tflops, bucket_mb=bucket_mb),
+    )
+    return Trace(new_ops(rows), meta)
+
+
+def _off_path(op, last, r, **kw):
+    """An op that depends on the rank's work so far but that later work does not wait for (a
+    non-blocking send, a gradient bucket overlapped with the backward)."""
+    before = list(last[r])
+    oid = op(r, **kw)
+    last[r] = before
+    return oid
+
+
+def _dp_bucket(op, r, it, group, size, last):
+    """A gradient bucket's all-reduce, launched by the backward op that filled it; only the
+    optimizer step waits for it."""
+    return _off_path(op, last, r, kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                     group=group, bytes=int(size), algo="ring")
+
+
+def _one_f_one_b(pp: int, p: int, m: int) -> list[tuple[str, int]]:
+    """The 1F1B order of forwards (F) and backwards (B) of stage p."""
+    warm = min(pp - p - 1, m)
+    seq = [("F", i) for i in range(warm)]
+    f, bwd = warm, 0
+    while f < m:
+        seq.append(("F", f))
+        f += 1
+        seq.append(("B", bwd))
+        bwd += 1
+    seq += [("B", i) for i in range(bwd, m)]
+    return seq
