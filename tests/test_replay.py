@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from wormhole_replay.errors import InputError
@@ -94,3 +93,31 @@ def test_cli_replay_json(tmp_path):
     for i in s["iterations"]:
         assert set(i) == {"index", "start_ns", "end_ns", "duration_ns", "wall_seconds"}
     assert (tmp_path / "o" / "flows.parquet").exists() and (tmp_path / "o" / "iterations.csv").exists()
+
+
+def test_gpt_generator_layout_and_message_sizes():
+    from wormhole_replay.workload.generators import GPT_PRESETS, gpt_trace
+
+    t = gpt_trace(GPT_PRESETS["gpt-175b"], gpus=16, tp=8, pp=1, dp=2, microbatches=1)
+    tp_ar = t.ops[(t.ops.kind == "coll") & t.ops["name"].str.contains("_tp_")]
+    assert (tp_ar.bytes == 50_331_648).all()  # b*s*h*2 = 1 x 2048 x 12288 x 2
+    assert t.meta["groups"]["tp_p0_d1"] == list(range(8, 16))
+    assert t.meta["groups"]["dp_p0_t3"] == [3, 11]
+    with pytest.raises(InputError, match="impossible layout"):
+        gpt_trace(GPT_PRESETS["gpt-13b"], gpus=16, tp=3, pp=2)
+    with pytest.raises(InputError, match="impossible MoE layout"):
+        from wormhole_replay.workload.generators import MOE_PRESETS
+
+        gpt_trace(MOE_PRESETS["mixtral-8x7b"], gpus=16, tp=2, dp=8, ep=3)
+
+
+def test_bundled_samples_replay(tmp_path):
+    """The GPT and MoE samples in traces/ replay completely on 4 servers x 4 GPUs."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "traces"
+    for name in ("gpt-16gpu.trace.parquet", "moe-16gpu.trace.parquet"):
+        res = replay(root / name, "rail:servers=4,gpus_per_server=4", "dcqcn")
+        assert res.flows.completed.all(), name
+        assert len(res.iterations) == 2
+        assert (res.iterations.duration_ns > 0).all()

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from . import __version__
 from .errors import InputError
+from .files import write_atomic as _write_atomic
 
 PROG = "wormhole-replay"
 
 NOT_BUILT = {
-    "gen": "synthetic GPT / MoE iteration traces (issue 3, Workloads)",
     "import": "Chakra / Kineto / AICB / flow.txt importers (issue 3, Workloads)",
     "audit": "accelerated-vs-full audit (issue 6, Audit)",
     "memo": "memo database maintenance (issue 5, Memo)",
@@ -32,19 +30,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise InputError(f"{self.prog}: {message} (see --help)")
-
-
-def _write_atomic(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -77,6 +62,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="output folder (default: FCT_OUTPUT_FILE's place for a config, ./out otherwise)")
     s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    g = sub.add_parser("gen", help="generate a synthetic training trace (GPT or MoE)")
+    gsub = g.add_subparsers(dest="model_kind", metavar="KIND", parser_class=_Parser)
+    for kind in ("gpt", "moe"):
+        k = gsub.add_parser(kind, help=f"a Megatron-style {kind.upper()} iteration (TP/PP/DP{'/EP' if kind == 'moe' else ''}, 1F1B)")
+        k.add_argument("--model", help="preset: " + ", ".join(_presets(kind)))
+        for opt in ("layers", "hidden", "seq", "vocab") + (("experts", "topk") if kind == "moe" else ()):
+            k.add_argument(f"--{opt}", type=int, help=f"custom shape: {opt} (overrides the preset's)")
+        k.add_argument("--gpus", type=int, required=True)
+        k.add_argument("--tp", type=int, default=1)
+        k.add_argument("--pp", type=int, default=1)
+        k.add_argument("--dp", type=int, help="default: gpus / (tp x pp)")
+        if kind == "moe":
+            k.add_argument("--ep", type=int, default=1, help="expert parallelism, dividing dp")
+        k.add_argument("--microbatches", type=int, default=1)
+        k.add_argument("--iterations", type=int, default=1)
+        k.add_argument("--bucket-mb", type=float, default=25.0, help="DP gradient bucket (MB)")
+        k.add_argument("--tflops", type=float, default=150.0, help="sustained TFLOP/s per GPU for compute times")
+        k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
 
     r = sub.add_parser("replay", help="replay a training trace through the packet network",
                        description="Replay a native trace (see wormhole_replay/workload/trace.py): per-flow, "
@@ -143,6 +147,48 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _presets(kind):
+    from .workload.generators import GPT_PRESETS, MOE_PRESETS
+
+    return GPT_PRESETS if kind == "gpt" else MOE_PRESETS
+
+
+def cmd_gen(args) -> int:
+    from dataclasses import replace
+
+    from .workload.generators import GptShape, gpt_trace
+    from .workload.trace import save_trace
+
+    if args.model_kind is None:
+        raise InputError("gen: say what to generate: gen gpt ... or gen moe ...")
+    presets = _presets(args.model_kind)
+    if args.model:
+        if args.model not in presets:
+            raise InputError(f"gen {args.model_kind}: unknown model {args.model!r} (presets: {', '.join(presets)})")
+        shape = presets[args.model]
+    else:
+        missing = [o for o in ("layers", "hidden", "seq") if getattr(args, o) is None]
+        if missing:
+            raise InputError(f"gen {args.model_kind}: give --model or a custom shape (missing --{', --'.join(missing)})")
+        shape = GptShape(layers=args.layers, hidden=args.hidden, seq=args.seq)
+    changes = {o: getattr(args, o) for o in ("layers", "hidden", "seq", "vocab", "experts", "topk")
+               if getattr(args, o, None) is not None}
+    shape = replace(shape, **changes)
+    if args.model_kind == "moe" and shape.experts < 1:
+        raise InputError("gen moe: give --experts and --topk (or a --model preset)")
+    for o in ("gpus", "tp", "pp", "microbatches", "iterations"):
+        if getattr(args, o) < 1:
+            raise InputError(f"gen: --{o} must be >= 1")
+    trace = gpt_trace(shape, args.gpus, args.tp, args.pp, args.dp, args.microbatches, args.iterations, args.bucket_mb,
+                      tflops=args.tflops, ep=getattr(args, "ep", 1), name=f"{args.model_kind} {args.model or 'custom'}")
+    try:
+        save_trace(trace, Path(args.output))
+    except OSError as e:
+        raise InputError(f"cannot write {args.output}: {e.strerror}") from None
+    print(f"{args.output}: {len(trace.ops):,} ops on {args.gpus} GPUs, {args.iterations} iteration(s)")
+    return 0
+
+
 def cmd_replay(args) -> int:
     from .engine.simulate import format_fct
     from .replay import replay
@@ -194,7 +240,7 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return cmd_replay(args) if args.command == "replay" else cmd_simulate(args)
+        return {"replay": cmd_replay, "gen": cmd_gen}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

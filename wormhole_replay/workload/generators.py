@@ -34,6 +34,8 @@ class GptShape:
     hidden: int
     seq: int
     vocab: int = 51200
+    experts: int = 0  # MoE: experts per layer (0: a dense model)
+    topk: int = 0  # MoE: experts each token is routed to
 
 
 GPT_PRESETS = {
@@ -41,15 +43,30 @@ GPT_PRESETS = {
     "gpt-175b": GptShape(layers=96, hidden=12288, seq=2048),
     "llama-70b": GptShape(layers=80, hidden=8192, seq=4096, vocab=32000),
 }
+MOE_PRESETS = {
+    "mixtral-8x7b": GptShape(layers=32, hidden=4096, seq=4096, vocab=32000, experts=8, topk=2),
+    "mixtral-8x22b": GptShape(layers=56, hidden=6144, seq=4096, vocab=32000, experts=8, topk=2),
+}
 
 
 def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, microbatches: int = 1,
               iterations: int = 1, bucket_mb: float = 25.0, micro_batch_size: int = 1, tflops: float = 150.0,
-              name: str = "gpt") -> Trace:
-    """A GPT training trace (see the module docstring for the model)."""
+              ep: int = 1, name: str = "gpt") -> Trace:
+    """A GPT (or, with ``shape.experts``, MoE) training trace; see the module docstring.
+
+    MoE (Mixtral-like, every layer): the MLP becomes an expert-parallel all-to-all dispatch of
+    the tokens (``b*s*h*2*topk`` bytes per rank), the experts' compute (``topk`` times a dense
+    MLP), and an all-to-all combine, forward and backward.  Expert-parallel groups of ``ep`` ranks
+    sit inside the data-parallel group (as in Megatron): attention gradients are all-reduced over
+    DP, expert gradients (``8*h^2`` parameters per expert, ``experts/ep`` experts per rank) over
+    the ``dp/ep`` ranks holding the same experts."""
     dp = dp if dp is not None else gpus // max(tp * pp, 1)
     if tp < 1 or pp < 1 or dp < 1 or tp * pp * dp != gpus:
         raise InputError(f"impossible layout: tp {tp} x pp {pp} x dp {dp} != {gpus} GPUs")
+    moe = shape.experts > 0
+    if moe and (ep < 1 or dp % ep or shape.experts % ep or not 1 <= shape.topk <= shape.experts):
+        raise InputError(f"impossible MoE layout: ep {ep} must divide dp {dp} and the {shape.experts} experts, "
+                         f"and 1 <= topk {shape.topk} <= experts")
     if shape.layers % pp:
         raise InputError(f"{shape.layers} layers do not split into {pp} pipeline stages")
     if microbatches < 1 or iterations < 1 or bucket_mb <= 0:
@@ -60,7 +77,9 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
     fwd_ns = max(1, int(fwd_flops / (tflops * 1e12) * 1e9))
     half_fwd = max(1, fwd_ns // 2)  # attention and MLP halves
     layers_per_stage = shape.layers // pp
-    layer_grad_bytes = 12 * h * h * 2 // tp
+    layer_grad_bytes = (4 if moe else 12) * h * h * 2 // tp  # MoE: attention only; experts apart
+    expert_grad_bytes = 8 * h * h * 2 * (shape.experts // ep) // tp if moe else 0
+    a2a_bytes = b * s * h * 2 * shape.topk
     emb_grad_bytes = shape.vocab * h * 2 // tp
     bucket = int(bucket_mb * 1024 * 1024)
 
@@ -73,6 +92,11 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
             groups[f"tp_p{p}_d{d}"] = [rank(p, d, t) for t in range(tp)]
         for t in range(tp):
             groups[f"dp_p{p}_t{t}"] = [rank(p, d, t) for d in range(dp)]
+            if moe:
+                for blk in range(dp // ep):
+                    groups[f"ep_p{p}_t{t}_b{blk}"] = [rank(p, blk * ep + e, t) for e in range(ep)]
+                for e in range(ep):
+                    groups[f"edp_p{p}_t{t}_e{e}"] = [rank(p, e + j * ep, t) for j in range(dp // ep)]
 
     rows = []
     last = {r: [] for r in range(gpus)}  # each rank's ops run in program order
@@ -102,8 +126,15 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
                             op(r, kind="recv", name=f"grad_mb{mb}", iteration=it, peer=rank(p + 1, d, t), bytes=act_bytes)
                         for layer in (range(layers_per_stage) if fwd else reversed(range(layers_per_stage))):
                             for part in ("attn", "mlp"):
+                                if moe and part == "mlp" and ep > 1:
+                                    op(r, kind="coll", name=f"{kind}_dispatch_l{layer}", iteration=it, coll="all_to_all",
+                                       group=f"ep_p{p}_t{t}_b{d // ep}", bytes=a2a_bytes, algo="direct")
+                                work = half_fwd * (shape.topk if moe and part == "mlp" else 1)
                                 op(r, kind="compute", name=f"{kind}_{part}_l{layer}", iteration=it,
-                                   duration_ns=half_fwd if fwd else 2 * half_fwd)
+                                   duration_ns=work if fwd else 2 * work)
+                                if moe and part == "mlp" and ep > 1:
+                                    op(r, kind="coll", name=f"{kind}_combine_l{layer}", iteration=it, coll="all_to_all",
+                                       group=f"ep_p{p}_t{t}_b{d // ep}", bytes=a2a_bytes, algo="direct")
                                 if tp > 1:
                                     op(r, kind="coll", name=f"{kind}_{part}_tp_l{layer}", iteration=it, coll="all_reduce",
                                        group=tp_group, bytes=act_bytes, algo="ring")
@@ -112,6 +143,8 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
                                 if ready >= bucket:
                                     pending[r].append(_dp_bucket(op, r, it, f"dp_p{p}_t{t}", ready, last))
                                     ready = 0
+                            if not fwd and mb == microbatches - 1 and moe and dp // ep > 1:
+                                pending[r].append(_dp_bucket(op, r, it, f"edp_p{p}_t{t}_e{d % ep}", expert_grad_bytes, last))
                         if fwd and p < pp - 1:
                             _off_path(op, last, r, kind="send", name=f"act_mb{mb}", iteration=it, peer=rank(p + 1, d, t), bytes=act_bytes)
                         if not fwd and p > 0:
@@ -124,9 +157,10 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
                     pending[r] = []
     meta = dict(
         ranks=gpus, groups=groups, iterations=iterations,
-        layout=dict(tp=tp, pp=pp, dp=dp, microbatches=microbatches, micro_batch_size=b),
+        layout=dict(tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches, micro_batch_size=b),
         provenance=dict(generator=f"wormhole-replay gen {name}", layers=shape.layers, hidden=h, seq=s,
-                        vocab=shape.vocab, tflops=tflops, bucket_mb=bucket_mb),
+                        vocab=shape.vocab, experts=shape.experts, topk=shape.topk, ep=ep, tflops=tflops,
+                        bucket_mb=bucket_mb),
     )
     return Trace(new_ops(rows), meta)
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..files import write_atomic
 
 SCHEMA = "wormhole-replay-trace"
 VERSION = 1
@@ -108,9 +109,6 @@ def new_ops(rows: list[dict]) -> pd.DataFrame:
 
 def save_trace(trace: Trace, path: str | Path) -> None:
     """Write the native format (atomically: a temporary file, then a rename)."""
-    import os
-    import tempfile
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -119,15 +117,7 @@ def save_trace(trace: Trace, path: str | Path) -> None:
     meta = {"schema": SCHEMA, "version": VERSION, **trace.meta}
     table = pa.Table.from_pandas(trace.ops, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def load_trace(path: str | Path) -> Trace:
