@@ -19,7 +19,6 @@ from .files import write_atomic as _write_atomic
 PROG = "wormhole-replay"
 
 NOT_BUILT = {
-    "import": "Chakra / Kineto / AICB / flow.txt importers (issue 3, Workloads)",
     "audit": "accelerated-vs-full audit (issue 6, Audit)",
     "memo": "memo database maintenance (issue 5, Memo)",
 }
@@ -81,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
         k.add_argument("--bucket-mb", type=float, default=25.0, help="DP gradient bucket (MB)")
         k.add_argument("--tflops", type=float, default=150.0, help="sustained TFLOP/s per GPU for compute times")
         k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
+
+    im = sub.add_parser("import", help="convert another project's workload file into a native trace")
+    isub = im.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
+    for fmt, what in (("hpcc-flow", "the reference simulator's flow.txt"), ("aicb", "SimAI / AICB workload text"),
+                      ("chakra", "Chakra ET files (not built yet)"), ("kineto", "PyTorch profiler JSON (not built yet)")):
+        k = isub.add_parser(fmt, help=what)
+        k.add_argument("inputs", nargs="+", help="input file(s)")
+        k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
+        if fmt == "aicb":
+            k.add_argument("--gpus", type=int, help="GPU count, for files whose header does not say")
 
     r = sub.add_parser("replay", help="replay a training trace through the packet network",
                        description="Replay a native trace (see wormhole_replay/workload/trace.py): per-flow, "
@@ -189,6 +198,27 @@ def cmd_gen(args) -> int:
     return 0
 
 
+def cmd_import(args) -> int:
+    from .workload.importers import import_aicb, import_hpcc_flow
+    from .workload.trace import save_trace
+
+    if args.format is None:
+        raise InputError("import: say which format: hpcc-flow, aicb, chakra or kineto")
+    if args.format in ("chakra", "kineto"):
+        raise InputError(f"import {args.format}: not built yet (issue 3, Workloads)")
+    if len(args.inputs) != 1:
+        raise InputError(f"import {args.format}: expected one input file")
+    src = args.inputs[0]
+    trace = import_hpcc_flow(src) if args.format == "hpcc-flow" else import_aicb(src, args.gpus)
+    trace.validate(src)
+    try:
+        save_trace(trace, Path(args.output))
+    except OSError as e:
+        raise InputError(f"cannot write {args.output}: {e.strerror}") from None
+    print(f"{args.output}: {len(trace.ops):,} ops on {trace.ranks} ranks (from {args.format} {src})")
+    return 0
+
+
 def cmd_replay(args) -> int:
     from .engine.simulate import format_fct
     from .replay import replay
@@ -240,7 +270,7 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return {"replay": cmd_replay, "gen": cmd_gen}.get(args.command, cmd_simulate)(args)
+        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
