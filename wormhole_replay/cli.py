@@ -166,7 +166,6 @@ def cmd_gen(args) -> int:
     from dataclasses import replace
 
     from .workload.generators import GptShape, gpt_trace
-    from .workload.trace import save_trace
 
     if args.model_kind is None:
         raise InputError("gen: say what to generate: gen gpt ... or gen moe ...")
@@ -190,17 +189,22 @@ def cmd_gen(args) -> int:
             raise InputError(f"gen: --{o} must be >= 1")
     trace = gpt_trace(shape, args.gpus, args.tp, args.pp, args.dp, args.microbatches, args.iterations, args.bucket_mb,
                       tflops=args.tflops, ep=getattr(args, "ep", 1), name=f"{args.model_kind} {args.model or 'custom'}")
-    try:
-        save_trace(trace, Path(args.output))
-    except OSError as e:
-        raise InputError(f"cannot write {args.output}: {e.strerror}") from None
-    print(f"{args.output}: {len(trace.ops):,} ops on {args.gpus} GPUs, {args.iterations} iteration(s)")
+    _save(trace, args.output, f"{args.iterations} iteration(s)")
     return 0
+
+
+def _save(trace, output, what: str) -> None:
+    from .workload.trace import save_trace
+
+    try:
+        save_trace(trace, Path(output))
+    except OSError as e:
+        raise InputError(f"cannot write {output}: {e.strerror}") from None
+    print(f"{output}: {len(trace.ops):,} ops on {trace.ranks} ranks, {what}")
 
 
 def cmd_import(args) -> int:
     from .workload.importers import import_aicb, import_hpcc_flow
-    from .workload.trace import save_trace
 
     if args.format is None:
         raise InputError("import: say which format: hpcc-flow, aicb, chakra or kineto")
@@ -211,11 +215,7 @@ def cmd_import(args) -> int:
     src = args.inputs[0]
     trace = import_hpcc_flow(src) if args.format == "hpcc-flow" else import_aicb(src, args.gpus)
     trace.validate(src)
-    try:
-        save_trace(trace, Path(args.output))
-    except OSError as e:
-        raise InputError(f"cannot write {args.output}: {e.strerror}") from None
-    print(f"{args.output}: {len(trace.ops):,} ops on {trace.ranks} ranks (from {args.format} {src})")
+    _save(trace, args.output, f"from {args.format} {src}")
     return 0
 
 
