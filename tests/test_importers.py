@@ -72,3 +72,38 @@ def test_aicb_malformed(tmp_path):
         import_aicb(bad)
     with pytest.raises(InputError, match="no such"):
         import_aicb(tmp_path / "missing.txt")
+
+
+def test_kineto_capture(tmp_path):
+    from wormhole_replay.workload.importers import import_kineto
+
+    path = EXTERNAL / "kineto" / "nccl_data.json.gz"
+    if not path.is_file():
+        pytest.skip("external traces not found (../shared/external-traces or $WORMHOLE_EXTERNAL_TRACES)")
+    t = import_kineto([path])
+    t.validate()
+    assert t.ranks == 2 and t.meta["groups"] == {"pg0": [0, 1]}
+    coll = t.ops[t.ops.kind == "coll"]
+    assert len(coll) == 2 * 21  # the capture's 21 NCCL kernels, rank 1 mirrored from rank 0
+    # the first all-reduce: 6,637,568 float elements
+    assert (coll.bytes == 6_637_568 * 4).any()
+    res = replay(t, "leaf-spine:hosts=2,leaves=1,spines=0", "dcqcn")
+    assert res.flows.completed.all()
+
+
+def test_kineto_without_nccl_metadata(tmp_path):
+    import json
+
+    from wormhole_replay.workload.importers import import_kineto
+
+    p = tmp_path / "r0.json"
+    p.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 2, "args": {}}]}))
+    with pytest.raises(InputError, match="no NCCL metadata"):
+        import_kineto([p])
+    p.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 2},
+                             "traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 2, "args": {}}]}))
+    with pytest.raises(InputError, match="no NCCL metadata"):
+        import_kineto([p])
+    p.write_text("{ truncated")
+    with pytest.raises(InputError, match="not a Kineto JSON"):
+        import_kineto([p])

@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     im = sub.add_parser("import", help="convert another project's workload file into a native trace")
     isub = im.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
     for fmt, what in (("hpcc-flow", "the reference simulator's flow.txt"), ("aicb", "SimAI / AICB workload text"),
-                      ("chakra", "Chakra ET files (not built yet)"), ("kineto", "PyTorch profiler JSON (not built yet)")):
+                      ("chakra", "Chakra ET files (not built yet)"), ("kineto", "PyTorch profiler JSON, one file per rank")):
         k = isub.add_parser(fmt, help=what)
         k.add_argument("inputs", nargs="+", help="input file(s)")
         k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
@@ -204,12 +204,17 @@ def _save(trace, output, what: str) -> None:
 
 
 def cmd_import(args) -> int:
-    from .workload.importers import import_aicb, import_hpcc_flow
+    from .workload.importers import import_aicb, import_hpcc_flow, import_kineto
 
     if args.format is None:
         raise InputError("import: say which format: hpcc-flow, aicb, chakra or kineto")
-    if args.format in ("chakra", "kineto"):
-        raise InputError(f"import {args.format}: not built yet (issue 3, Workloads)")
+    if args.format == "chakra":
+        raise InputError("import chakra: not built yet (issue 3, Workloads)")
+    if args.format == "kineto":
+        trace = import_kineto(args.inputs)
+        trace.validate("kineto")
+        _save(trace, args.output, f"from {len(args.inputs)} Kineto file(s)")
+        return 0
     if len(args.inputs) != 1:
         raise InputError(f"import {args.format}: expected one input file")
     src = args.inputs[0]
