@@ -107,3 +107,52 @@ def test_kineto_without_nccl_metadata(tmp_path):
     p.write_text("{ truncated")
     with pytest.raises(InputError, match="not a Kineto JSON"):
         import_kineto([p])
+
+
+def _external(*parts):
+    p = EXTERNAL.joinpath(*parts)
+    if not p.exists():
+        pytest.skip("external traces not found (../shared/external-traces or $WORMHOLE_EXTERNAL_TRACES)")
+    return p
+
+
+def test_chakra_microbenchmarks_replay():
+    from wormhole_replay.workload.chakra import import_chakra
+
+    for coll, flows in (("all_reduce", 8 * 2 * 7), ("all_to_all", 8 * 7)):
+        t = import_chakra([str(_external("astra-sim-microbenchmarks", coll, "8npus_1MB"))])
+        assert t.ranks == 8 and (t.ops.bytes == 1_048_576).all() and (t.ops.coll == coll).all()
+        res = replay(t, "leaf-spine:hosts=8,leaves=2,spines=1", "dcqcn")
+        assert res.flows.completed.all() and len(res.flows) == flows
+
+
+def test_chakra_real_capture_skips_cpu_ops():
+    from wormhole_replay.workload.chakra import import_chakra
+
+    t = import_chakra([str(_external("chakra-capture", "chakra.0.et"))], world_size=2)
+    t.validate()
+    per_rank = t.ops[t.ops["rank"] == 0]
+    # 3,664 nodes; of its 21 COMM_COLL_NODEs, 14 are CPU-side c10d wrappers (dropped), 2 are
+    # broadcast kernels (replayed from their duration) and 5 are all-reduce kernels
+    assert (per_rank.kind == "coll").sum() == 5
+    assert {8_196_000, 31_502_336} <= set(per_rank[per_rank.kind == "coll"].bytes)
+    assert len(per_rank) < 3664
+    assert (t.ops[t.ops.kind == "coll"].bytes > 0).all()
+
+
+def test_chakra_bad_input(tmp_path):
+    from wormhole_replay.workload.chakra import import_chakra
+
+    src = _external("astra-sim-microbenchmarks", "all_reduce", "8npus_1MB", "all_reduce.0.et").read_bytes()
+    cut = tmp_path / "cut.0.et"
+    cut.write_bytes(src[: len(src) // 2])
+    with pytest.raises(InputError, match="not a readable Chakra ET"):
+        import_chakra([str(cut)])
+    d = tmp_path / "ranks"
+    d.mkdir()
+    for r in (0, 1, 3):
+        (d / f"w.{r}.et").write_bytes(src)
+    with pytest.raises(InputError, match="no file for rank 2"):
+        import_chakra([str(d)])
+    with pytest.raises(InputError, match="no such Chakra ET"):
+        import_chakra([str(tmp_path / "none.0.et")])

@@ -84,12 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     im = sub.add_parser("import", help="convert another project's workload file into a native trace")
     isub = im.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
     for fmt, what in (("hpcc-flow", "the reference simulator's flow.txt"), ("aicb", "SimAI / AICB workload text"),
-                      ("chakra", "Chakra ET files (not built yet)"), ("kineto", "PyTorch profiler JSON, one file per rank")):
+                      ("chakra", "Chakra ET, one file per rank (<prefix>.<rank>.et) or their folder"), ("kineto", "PyTorch profiler JSON, one file per rank")):
         k = isub.add_parser(fmt, help=what)
         k.add_argument("inputs", nargs="+", help="input file(s)")
         k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
-        if fmt == "aicb":
-            k.add_argument("--gpus", type=int, help="GPU count, for files whose header does not say")
+        if fmt in ("aicb", "chakra"):
+            k.add_argument("--gpus", type=int, help="GPU count (AICB files whose header does not say; "
+                           "a Chakra job larger than its files)")
 
     r = sub.add_parser("replay", help="replay a training trace through the packet network",
                        description="Replay a native trace (see wormhole_replay/workload/trace.py): per-flow, "
@@ -209,7 +210,12 @@ def cmd_import(args) -> int:
     if args.format is None:
         raise InputError("import: say which format: hpcc-flow, aicb, chakra or kineto")
     if args.format == "chakra":
-        raise InputError("import chakra: not built yet (issue 3, Workloads)")
+        from .workload.chakra import import_chakra
+
+        trace = import_chakra(args.inputs, args.gpus)
+        trace.validate("chakra")
+        _save(trace, args.output, f"from {len(args.inputs)} Chakra input(s)")
+        return 0
     if args.format == "kineto":
         trace = import_kineto(args.inputs)
         trace.validate("kineto")

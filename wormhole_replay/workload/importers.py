@@ -8,7 +8,7 @@
 
 * ``kineto``: PyTorch profiler JSON with NCCL metadata, one file per rank (:func:`import_kineto`).
 
-The Chakra ET importer is not built yet.
+Chakra ET is in :mod:`.chakra`.
 """
 
 from __future__ import annotations
