@@ -86,3 +86,20 @@ def test_virtual_flows_are_compute_and_intra_server_copies():
     assert f.loc[2, "start_ns"] == f.loc[1, "finish_ns"]
     assert f.loc[1, "packets_sent"] == 0
     assert len(format_fct(f).splitlines()) == 2
+
+
+def test_double_binary_tree_all_reduce():
+    from wormhole_replay.workload.collectives import all_reduce_tree
+
+    n, size = 7, 2_000_000
+    block = all_reduce_tree(list(range(1, n + 1)), size)
+    # two trees, each: n-1 reduce flows up and n-1 broadcast flows down, of half the buffer
+    assert len(block) == 4 * (n - 1) and set(block.size) == {size // 2}
+    f = replay(block).flows.set_index("flow_id")
+    assert f.completed.all()
+    for i, deps in enumerate(block.deps):
+        for d in deps:
+            assert f.loc[i, "start_ns"] >= f.loc[d, "received_ns"]
+    # every rank but each tree's root receives each half once on the way down
+    down = [i for i, d in enumerate(block.deps) if d and block.size[i] and i % (2 * (n - 1)) >= n - 1]
+    assert len(down) == 2 * (n - 1)

@@ -121,3 +121,11 @@ def test_bundled_samples_replay(tmp_path):
         assert res.flows.completed.all(), name
         assert len(res.iterations) == 2
         assert (res.iterations.duration_ns > 0).all()
+
+
+def test_tree_algorithm_hint():
+    t = dp_trace(iterations=1)
+    t.ops.loc[t.ops.kind == "coll", "algo"] = "tree"
+    res = replay(t, "leaf-spine:hosts=8,leaves=2,spines=1", "hpcc")
+    assert res.flows.completed.all()
+    assert (res.collectives.flows == 4 * 7).all()

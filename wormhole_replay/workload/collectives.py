@@ -113,3 +113,30 @@ def all_to_all(ranks, send_bytes, block=None, after=None) -> FlowBlock:
             if b > 0:
                 block.add(ranks[i], ranks[j], int(b), list(after or []))
     return block
+
+
+def all_reduce_tree(ranks, size_bytes, block=None, after=None) -> FlowBlock:
+    """NCCL's double binary tree all-reduce: the buffer is halved over two trees (tree A over the
+    ranks in order, parent of position i at (i-1)//2; tree B the same over the reversed order, so a
+    leaf of one is inside the other).  In each tree the half is reduced up (a node sends to its
+    parent once its children's halves have arrived) and broadcast down (a node forwards to its
+    children once its parent's half has arrived; the root once the reduction is done).  Messages
+    are not pipelined into chunks (NCCL's are), so this errs on the slow side for deep trees."""
+    _check(ranks, size_bytes, 1)
+    n = len(ranks)
+    block = block if block is not None else FlowBlock()
+    for tree, order in enumerate((list(range(n)), list(reversed(range(n))))):
+        half = _split(size_bytes, 2)[tree]
+        if half == 0:
+            continue
+        up = {}  # position -> flow to its parent
+        for i in reversed(range(1, n)):  # leaves first
+            kids = [up[c] for c in (2 * i + 1, 2 * i + 2) if c in up]
+            up[i] = block.add(ranks[order[i]], ranks[order[(i - 1) // 2]], half, kids + (list(after or []) if not kids else []))
+        down = {}
+        root_in = [up[c] for c in (1, 2) if c in up]
+        for i in range(1, n):
+            p = (i - 1) // 2
+            deps = root_in if p == 0 else [down[p]]
+            down[i] = block.add(ranks[order[p]], ranks[order[i]], half, deps)
+    return block

@@ -7,7 +7,8 @@ Units, expanded in dependency order:
   data is ready; p2p is posted as non-blocking isend/irecv, as Megatron batches them); ops after
   the ``recv`` wait for the data;
 * a collective instance (the k-th op of every member of a group): the flows of its algorithm
-  (``workload.collectives``); rank r's first send waits for rank r's own dependencies and for its
+  (``workload.collectives``: ring, or the double binary tree for an all-reduce whose ``algo`` is
+  ``tree``, direct all-to-all); rank r's first send waits for rank r's own dependencies and for its
   receiver's.  Rank r's op is done when r has received its last chunk and its last send arrived.
 
 A transfer between two GPUs of one server becomes a virtual flow over the intra-server link
@@ -165,6 +166,8 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
                 pass
             elif first.coll == "all_to_all":
                 C.all_to_all(rk, max(size // n, 1), block=sub)
+            elif first.coll == "all_reduce" and first.algo == "tree":
+                C.all_reduce_tree(rk, max(size, 2), block=sub)
             elif first.coll == "all_reduce":
                 C.all_reduce_ring(rk, max(size, n), block=sub)
             elif first.coll == "reduce_scatter":
@@ -188,7 +191,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
                     durations.append(0)
                     info.append(meta_row + (ranks[p],))
                     exits[m] = [f]
-                elif first.coll == "all_to_all":
+                elif first.coll == "all_to_all" or first.algo == "tree":
                     exits[m] = last_in[p] + last_out[p]
                 else:  # a ring: the last step in and out of the rank
                     exits[m] = last_in[p][-1:] + last_out[p][-1:]
