@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .trace import Trace, new_ops
+from .trace import OpsBuilder, Trace
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,11 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
                 for e in range(ep):
                     groups[f"edp_p{p}_t{t}_e{e}"] = [rank(p, e + j * ep, t) for j in range(dp // ep)]
 
-    rows = []
+    ops = OpsBuilder()
     last = {r: [] for r in range(gpus)}  # each rank's ops run in program order
 
-    def op(r, **kw):
-        oid = len(rows)
-        rows.append(dict(op_id=oid, rank=r, deps=list(last[r]) + kw.pop("extra", []), **kw))
+    def op(r, extra=(), **kw):
+        oid = ops.add(r, deps=last[r] + list(extra), **kw)
         last[r] = [oid]
         return oid
 
@@ -162,7 +161,7 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
                         vocab=shape.vocab, experts=shape.experts, topk=shape.topk, ep=ep, tflops=tflops,
                         bucket_mb=bucket_mb),
     )
-    return Trace(new_ops(rows), meta)
+    return Trace(ops.frame(), meta)
 
 
 def _off_path(op, last, r, **kw):

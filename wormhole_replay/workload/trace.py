@@ -72,25 +72,32 @@ class Trace:
             raise InputError(f"{where}: op {bad.op_id.iloc[0]}: unknown kind {bad.kind.iloc[0]!r} (expected {', '.join(KINDS)})")
         if ((ops["rank"] < 0) | (ops["rank"] >= n)).any():
             raise InputError(f"{where}: an op's rank is outside 0..{n - 1}")
-        known = set(ids.tolist())
-        for op_id, deps in zip(ids, ops["deps"]):
-            for d in deps:
-                if d not in known:
-                    raise InputError(f"{where}: op {op_id} depends on op {d}, which does not exist")
+        lengths = np.fromiter((len(d) for d in ops["deps"]), dtype=np.int64, count=len(ops))
+        flat = np.fromiter((x for d in ops["deps"] for x in d), dtype=np.int64, count=int(lengths.sum()))
+        unknown = ~np.isin(flat, ids)
+        if unknown.any():
+            k = int(np.flatnonzero(unknown)[0])
+            owner = ids[np.searchsorted(np.cumsum(lengths), k, side="right")]
+            raise InputError(f"{where}: op {owner} depends on op {flat[k]}, which does not exist")
         comp = ops[ops.kind == "compute"]
         if (comp["duration_ns"] < 0).any():
             raise InputError(f"{where}: a compute op has a negative duration")
         coll = ops[ops.kind == "coll"]
         groups = self.meta.get("groups", {})
-        for r in coll.itertuples():
-            if r.coll not in COLLS:
-                raise InputError(f"{where}: op {r.op_id}: unknown collective type {r.coll!r} (expected {', '.join(COLLS)})")
-            if r.group not in groups:
-                raise InputError(f"{where}: op {r.op_id}: unknown group {r.group!r}")
-            if r.rank not in groups[r.group]:
-                raise InputError(f"{where}: op {r.op_id}: rank {r.rank} is not in group {r.group!r}")
-            if r.bytes < 0:
-                raise InputError(f"{where}: op {r.op_id}: negative size")
+        bad = coll[~coll["coll"].isin(COLLS)]
+        if len(bad):
+            raise InputError(f"{where}: op {bad.op_id.iloc[0]}: unknown collective type {bad.coll.iloc[0]!r} "
+                             f"(expected {', '.join(COLLS)})")
+        bad = coll[~coll["group"].isin(list(groups))]
+        if len(bad):
+            raise InputError(f"{where}: op {bad.op_id.iloc[0]}: unknown group {bad.group.iloc[0]!r}")
+        members = pd.DataFrame([(g, r) for g, rs in groups.items() for r in rs], columns=["group", "rank"]).drop_duplicates()
+        joined = coll[["op_id", "group", "rank"]].merge(members, on=["group", "rank"], how="left", indicator=True)
+        bad = joined[joined["_merge"] == "left_only"]
+        if len(bad):
+            raise InputError(f"{where}: op {bad.op_id.iloc[0]}: rank {bad['rank'].iloc[0]} is not in group {bad.group.iloc[0]!r}")
+        if (coll["bytes"] < 0).any():
+            raise InputError(f"{where}: a collective has a negative size")
         p2p = ops[ops.kind.isin(["send", "recv"])]
         if ((p2p["peer"] < 0) | (p2p["peer"] >= n) | (p2p["peer"] == p2p["rank"])).any():
             raise InputError(f"{where}: a send or recv has an invalid peer")
@@ -105,6 +112,40 @@ def new_ops(rows: list[dict]) -> pd.DataFrame:
     for c in ("op_id", "rank", "iteration", "duration_ns", "bytes", "peer"):
         df[c] = df[c].astype(np.int64)
     return df
+
+
+class OpsBuilder:
+    """Appends ops column by column (fast for generators writing millions of ops)."""
+
+    def __init__(self):
+        self.cols = {c: [] for c in COLUMNS}
+
+    def __len__(self) -> int:
+        return len(self.cols["op_id"])
+
+    def add(self, rank, kind, name="", iteration=0, duration_ns=0, coll="", group="", bytes=0, algo="", peer=-1,
+            deps=()) -> int:
+        oid = len(self.cols["op_id"])
+        c = self.cols
+        c["op_id"].append(oid)
+        c["rank"].append(rank)
+        c["kind"].append(kind)
+        c["name"].append(name)
+        c["iteration"].append(iteration)
+        c["duration_ns"].append(duration_ns)
+        c["coll"].append(coll)
+        c["group"].append(group)
+        c["bytes"].append(bytes)
+        c["algo"].append(algo)
+        c["peer"].append(peer)
+        c["deps"].append(list(deps))
+        return oid
+
+    def frame(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.cols, columns=COLUMNS)
+        for c in ("op_id", "rank", "iteration", "duration_ns", "bytes", "peer"):
+            df[c] = df[c].astype(np.int64)
+        return df
 
 
 def save_trace(trace: Trace, path: str | Path) -> None:
