@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from wormhole_replay.errors import InputError
@@ -129,3 +130,29 @@ def test_tree_algorithm_hint():
     res = replay(t, "leaf-spine:hosts=8,leaves=2,spines=1", "hpcc")
     assert res.flows.completed.all()
     assert (res.collectives.flows == 4 * 7).all()
+
+
+def test_intra_server_link_parameters():
+    t = dp_trace(iterations=1)
+    topo = "leaf-spine:hosts=8,leaves=2,spines=1,gpus_per_server=4"
+    fast = replay(t, topo, "dcqcn")
+    slow = replay(t, topo, "dcqcn", intra_bw_bps=100e9, intra_latency_ns=5_000)
+    f = slow.flows[(slow.flows.kind == "coll") & slow.flows.virtual]
+    # a virtual copy takes size / bw + latency
+    assert ((f.finish_ns - f.start_ns) == np.ceil(f.size_bytes * 8e9 / 100e9).astype(int) + 5_000).all()
+    assert slow.iterations.duration_ns.iloc[0] > fast.iterations.duration_ns.iloc[0]
+
+
+@pytest.mark.parametrize("args", [
+    ["import", "chakra", "/nonexistent/w.0.et"],
+    ["import", "kineto", "/nonexistent.json"],
+    ["import", "aicb", "/nonexistent.txt"],
+    ["replay", "/nonexistent.parquet", "--topology", "fat-tree:k=4", "--cc", "dcqcn"],
+    ["gen", "moe", "--model", "mixtral-8x7b", "--gpus", "16", "--ep", "3"],
+])
+def test_workload_commands_bad_input(tmp_path, args):
+    p = subprocess.run([sys.executable, "-m", "wormhole_replay", *args, "-o", str(tmp_path / "t.parquet")]
+                       if args[0] != "replay" else [sys.executable, "-m", "wormhole_replay", *args, "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert not (tmp_path / "t.parquet").exists() and not (tmp_path / "o").exists()

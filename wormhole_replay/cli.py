@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
     r.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
     r.add_argument("--iterations", type=int, help="replay only the first N iterations of the trace")
+    r.add_argument("--intra-bw", help="intra-server link rate, e.g. 2880Gbps (default: the trace's, else 2880Gbps)")
+    r.add_argument("--intra-latency", help="intra-server link latency, e.g. 25ns (default: the trace's, else 25ns)")
     r.add_argument("--out", default="out", help="output folder (default ./out)")
     r.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -234,7 +236,15 @@ def cmd_replay(args) -> int:
     from .engine.simulate import format_fct
     from .replay import replay
 
-    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet)
+    from .topology.units import parse_rate_bps, parse_time_ns
+
+    try:
+        bw = parse_rate_bps(args.intra_bw) if args.intra_bw else None
+        lat = parse_time_ns(args.intra_latency) if args.intra_latency else None
+    except ValueError as e:
+        raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
+    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
+                 intra_bw_bps=bw, intra_latency_ns=lat)
     out = Path(args.out)
     paths = {"flows": out / "flows.parquet", "collectives": out / "collectives.csv",
              "iterations": out / "iterations.csv", "fct": out / "fct.txt"}

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .api import execute, prepare_direct_run
+from .errors import InputError
 from .workload.expand import trace_to_flows
 from .workload.trace import Trace, load_trace
 
@@ -29,10 +30,22 @@ class ReplayResult:
 
 
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
-           progress: bool = False) -> ReplayResult:
-    """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``."""
+           progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None) -> ReplayResult:
+    """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
+    ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link."""
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
+    if intra_bw_bps is not None or intra_latency_ns is not None:
+        intra = dict(trace.meta.get("intra_server") or {})
+        if intra_bw_bps is not None:
+            if intra_bw_bps <= 0:
+                raise InputError("the intra-server bandwidth must be positive")
+            intra["bw_bps"] = intra_bw_bps
+        if intra_latency_ns is not None:
+            if intra_latency_ns < 0:
+                raise InputError("the intra-server latency must not be negative")
+            intra["latency_ns"] = intra_latency_ns
+        trace = Trace(trace.ops, {**trace.meta, "intra_server": intra})
     run = prepare_direct_run(topology, _placeholder(), cc, config=config, out=None)
     flows, info = trace_to_flows(trace, run.topo, iterations)
     run.flows = flows
