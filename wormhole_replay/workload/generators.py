@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .trace import OpsBuilder, Trace
+from .trace import OpsBuilder, Trace, no_gc
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,11 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
     sit inside the data-parallel group (as in Megatron): attention gradients are all-reduced over
     DP, expert gradients (``8*h^2`` parameters per expert, ``experts/ep`` experts per rank) over
     the ``dp/ep`` ranks holding the same experts."""
+    with no_gc():
+        return _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, micro_batch_size, tflops, ep, name)
+
+
+def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, micro_batch_size, tflops, ep, name):
     dp = dp if dp is not None else gpus // max(tp * pp, 1)
     if tp < 1 or pp < 1 or dp < 1 or tp * pp * dp != gpus:
         raise InputError(f"impossible layout: tp {tp} x pp {pp} x dp {dp} != {gpus} GPUs")
