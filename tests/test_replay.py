@@ -156,3 +156,22 @@ def test_workload_commands_bad_input(tmp_path, args):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert not (tmp_path / "t.parquet").exists() and not (tmp_path / "o").exists()
+
+
+def test_generated_programs_are_per_rank_and_peers_adjacent():
+    from wormhole_replay.workload.generators import GptShape, gpt_trace
+
+    t = gpt_trace(GptShape(layers=4, hidden=256, seq=128, experts=4, topk=2), gpus=16, tp=2, pp=2, dp=4, ep=2,
+                  microbatches=3, iterations=2, bucket_mb=0.1)
+    t.validate()
+    rank_of = dict(zip(t.ops.op_id, t.ops["rank"]))
+    assert all(rank_of[d] == r for r, deps in zip(t.ops["rank"], t.ops.deps) for d in deps)
+    p2p = t.ops[t.ops.kind.isin(["send", "recv"])]
+    stage = lambda r: r // (4 * 2)
+    assert (abs(p2p.peer.map(stage) - p2p["rank"].map(stage)) == 1).all()
+    assert ((p2p.peer % 8) == (p2p["rank"] % 8)).all()  # same (d, t) in the next or previous stage
+    # every member of a group issues the same collectives in the same order
+    coll = t.ops[t.ops.kind == "coll"]
+    for g, members in t.meta["groups"].items():
+        seqs = {r: list(coll[(coll.group == g) & (coll["rank"] == r)].sort_values("op_id").bytes) for r in members}
+        assert len({tuple(v) for v in seqs.values()}) == 1, g

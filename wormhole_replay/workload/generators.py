@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
 from ..errors import InputError
 from .trace import OpsBuilder, Trace, no_gc
 
@@ -103,62 +106,81 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
                 for e in range(ep):
                     groups[f"edp_p{p}_t{t}_e{e}"] = [rank(p, e + j * ep, t) for j in range(dp // ep)]
 
-    ops = OpsBuilder()
-    last = {r: [] for r in range(gpus)}  # each rank's ops run in program order
+    # Every rank of a stage runs the same program; only its groups and pipeline peers differ, and
+    # every dependency is within the rank.  So write one rank's program per stage, with group
+    # and peer *roles*, then replicate it over the stage's (d, t) ranks with NumPy.
+    tables = []
+    next_id = 0
+    for p in range(pp):
+        prog = OpsBuilder()
+        last = []
+        pending = []
 
-    def op(r, extra=(), **kw):
-        oid = ops.add(r, deps=last[r] + list(extra), **kw)
-        last[r] = [oid]
-        return oid
+        def op(extra=(), **kw):
+            nonlocal last
+            oid = prog.add(0, deps=last + list(extra), **kw)
+            last = [oid]
+            return oid
 
-    pending = {r: [] for r in range(gpus)}  # the rank's gradient buckets in flight
-    for it in range(iterations):
-        # 1F1B per stage: an ordered list of (kind, micro-batch) per stage
-        sched = {p: _one_f_one_b(pp, p, microbatches) for p in range(pp)}
-        # pipeline messages are matched by order, so emit every stage's ops in schedule order
-        for p in range(pp):
-            for d in range(dp):
-                for t in range(tp):
-                    r = rank(p, d, t)
-                    tp_group = f"tp_p{p}_d{d}"
-                    ready = 0
-                    for kind, mb in sched[p]:
-                        fwd = kind == "F"
-                        if fwd and p > 0:
-                            op(r, kind="recv", name=f"act_mb{mb}", iteration=it, peer=rank(p - 1, d, t), bytes=act_bytes)
-                        if not fwd and p < pp - 1:
-                            op(r, kind="recv", name=f"grad_mb{mb}", iteration=it, peer=rank(p + 1, d, t), bytes=act_bytes)
-                        for layer in (range(layers_per_stage) if fwd else reversed(range(layers_per_stage))):
-                            for part in ("attn", "mlp"):
-                                if moe and part == "mlp" and ep > 1:
-                                    op(r, kind="coll", name=f"{kind}_dispatch_l{layer}", iteration=it, coll="all_to_all",
-                                       group=f"ep_p{p}_t{t}_b{d // ep}", bytes=a2a_bytes, algo="direct")
-                                work = half_fwd * (shape.topk if moe and part == "mlp" else 1)
-                                op(r, kind="compute", name=f"{kind}_{part}_l{layer}", iteration=it,
-                                   duration_ns=work if fwd else 2 * work)
-                                if moe and part == "mlp" and ep > 1:
-                                    op(r, kind="coll", name=f"{kind}_combine_l{layer}", iteration=it, coll="all_to_all",
-                                       group=f"ep_p{p}_t{t}_b{d // ep}", bytes=a2a_bytes, algo="direct")
-                                if tp > 1:
-                                    op(r, kind="coll", name=f"{kind}_{part}_tp_l{layer}", iteration=it, coll="all_reduce",
-                                       group=tp_group, bytes=act_bytes, algo="ring")
-                            if not fwd and mb == microbatches - 1 and dp > 1:
-                                ready += layer_grad_bytes + (emb_grad_bytes if layer == 0 and p == 0 else 0)
-                                if ready >= bucket:
-                                    pending[r].append(_dp_bucket(op, r, it, f"dp_p{p}_t{t}", ready, last))
-                                    ready = 0
-                            if not fwd and mb == microbatches - 1 and moe and dp // ep > 1:
-                                pending[r].append(_dp_bucket(op, r, it, f"edp_p{p}_t{t}_e{d % ep}", expert_grad_bytes, last))
-                        if fwd and p < pp - 1:
-                            _off_path(op, last, r, kind="send", name=f"act_mb{mb}", iteration=it, peer=rank(p + 1, d, t), bytes=act_bytes)
-                        if not fwd and p > 0:
-                            _off_path(op, last, r, kind="send", name=f"grad_mb{mb}", iteration=it, peer=rank(p - 1, d, t), bytes=act_bytes)
-                    if dp > 1 and (ready > 0 or (p == pp - 1 and pp > 1 and emb_grad_bytes)):
-                        extra = emb_grad_bytes if (p == pp - 1 and pp > 1) else 0
-                        pending[r].append(_dp_bucket(op, r, it, f"dp_p{p}_t{t}", ready + extra, last))
-                    # the optimizer step waits for every gradient bucket of this rank
-                    op(r, kind="compute", name="optimizer", iteration=it, duration_ns=max(1, fwd_ns // 10), extra=pending[r])
-                    pending[r] = []
+        def off_path(**kw):  # a non-blocking send, or a gradient bucket overlapped with the backward
+            nonlocal last
+            before = last
+            oid = op(**kw)
+            last = before
+            return oid
+
+        for it in range(iterations):
+            ready = 0
+            for kind, mb in _one_f_one_b(pp, p, microbatches):
+                fwd = kind == "F"
+                if fwd and p > 0:
+                    op(kind="recv", name=f"act_mb{mb}", iteration=it, peer=_PREV, bytes=act_bytes)
+                if not fwd and p < pp - 1:
+                    op(kind="recv", name=f"grad_mb{mb}", iteration=it, peer=_NEXT, bytes=act_bytes)
+                for layer in (range(layers_per_stage) if fwd else reversed(range(layers_per_stage))):
+                    for part in ("attn", "mlp"):
+                        if moe and part == "mlp" and ep > 1:
+                            op(kind="coll", name=f"{kind}_dispatch_l{layer}", iteration=it, coll="all_to_all",
+                               group="ep", bytes=a2a_bytes, algo="direct")
+                        work = half_fwd * (shape.topk if moe and part == "mlp" else 1)
+                        op(kind="compute", name=f"{kind}_{part}_l{layer}", iteration=it, duration_ns=work if fwd else 2 * work)
+                        if moe and part == "mlp" and ep > 1:
+                            op(kind="coll", name=f"{kind}_combine_l{layer}", iteration=it, coll="all_to_all",
+                               group="ep", bytes=a2a_bytes, algo="direct")
+                        if tp > 1:
+                            op(kind="coll", name=f"{kind}_{part}_tp_l{layer}", iteration=it, coll="all_reduce",
+                               group="tp", bytes=act_bytes, algo="ring")
+                    if not fwd and mb == microbatches - 1 and dp > 1:
+                        ready += layer_grad_bytes + (emb_grad_bytes if layer == 0 and p == 0 else 0)
+                        if ready >= bucket:
+                            pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                                                    group="dp", bytes=int(ready), algo="ring"))
+                            ready = 0
+                    if not fwd and mb == microbatches - 1 and moe and dp // ep > 1:
+                        pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                                                group="edp", bytes=int(expert_grad_bytes), algo="ring"))
+                if fwd and p < pp - 1:
+                    off_path(kind="send", name=f"act_mb{mb}", iteration=it, peer=_NEXT, bytes=act_bytes)
+                if not fwd and p > 0:
+                    off_path(kind="send", name=f"grad_mb{mb}", iteration=it, peer=_PREV, bytes=act_bytes)
+            if dp > 1 and (ready > 0 or (p == pp - 1 and pp > 1 and emb_grad_bytes)):
+                extra = emb_grad_bytes if (p == pp - 1 and pp > 1) else 0
+                pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                                        group="dp", bytes=int(ready + extra), algo="ring"))
+            # the optimizer step waits for every gradient bucket of this rank
+            op(kind="compute", name="optimizer", iteration=it, duration_ns=max(1, fwd_ns // 10), extra=pending)
+            pending = []
+        replicas = [(d, t) for d in range(dp) for t in range(tp)]
+        names = {
+            "tp": [f"tp_p{p}_d{d}" for d, t in replicas], "dp": [f"dp_p{p}_t{t}" for d, t in replicas],
+            "ep": [f"ep_p{p}_t{t}_b{d // ep}" for d, t in replicas], "edp": [f"edp_p{p}_t{t}_e{d % ep}" for d, t in replicas],
+        }
+        ranks = np.array([rank(p, d, t) for d, t in replicas], dtype=np.int64)
+        peers = {_PREV: np.array([rank(p - 1, d, t) for d, t in replicas]) if p > 0 else None,
+                 _NEXT: np.array([rank(p + 1, d, t) for d, t in replicas]) if p < pp - 1 else None}
+        tables.append(_replicate(prog.frame(), ranks, names, peers, next_id))
+        next_id += len(prog) * len(replicas)
+    ops = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
     meta = dict(
         ranks=gpus, groups=groups, iterations=iterations,
         layout=dict(tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches, micro_batch_size=b),
@@ -166,23 +188,44 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
                         vocab=shape.vocab, experts=shape.experts, topk=shape.topk, ep=ep, tflops=tflops,
                         bucket_mb=bucket_mb),
     )
-    return Trace(ops.frame(), meta)
+    return Trace(ops, meta)
 
 
-def _off_path(op, last, r, **kw):
-    """An op that depends on the rank's work so far but that later work does not wait for (a
-    non-blocking send, a gradient bucket overlapped with the backward)."""
-    before = list(last[r])
-    oid = op(r, **kw)
-    last[r] = before
-    return oid
+_PREV, _NEXT = -2, -3  # pipeline peer roles in a stage's program
 
 
-def _dp_bucket(op, r, it, group, size, last):
-    """A gradient bucket's all-reduce, launched by the backward op that filled it; only the
-    optimizer step waits for it."""
-    return _off_path(op, last, r, kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
-                     group=group, bytes=int(size), algo="ring")
+def _replicate(prog: pd.DataFrame, ranks: np.ndarray, names: dict, peers: dict, first_id: int) -> pd.DataFrame:
+    """One stage's program for each of its ranks: op ids shifted per replica, groups and peers
+    filled in from their roles."""
+    n_ops, n_rep = len(prog), len(ranks)
+    out = pd.DataFrame({c: np.tile(prog[c].to_numpy(), n_rep) for c in prog.columns if c != "deps"})
+    k = np.repeat(np.arange(n_rep), n_ops)  # replica of each row
+    out["op_id"] = first_id + k * n_ops + out["op_id"].to_numpy()
+    out["rank"] = ranks[k]
+    roles = prog["group"].to_numpy()
+    group = np.empty(n_ops * n_rep, dtype=object)
+    group[:] = ""
+    for role, per_replica in names.items():
+        hit = np.tile(roles == role, n_rep)
+        if hit.any():
+            group[hit] = np.asarray(per_replica, dtype=object)[k[hit]]
+    out["group"] = group
+    peer = out["peer"].to_numpy().copy()
+    for role, per_replica in peers.items():
+        hit = peer == role
+        if hit.any():
+            peer[hit] = per_replica[k[hit]]
+    out["peer"] = peer
+    lengths = np.fromiter((len(d) for d in prog["deps"]), dtype=np.int64, count=n_ops)
+    flat = np.fromiter((x for d in prog["deps"] for x in d), dtype=np.int64, count=int(lengths.sum()))
+    ends = np.cumsum(lengths).tolist()
+    starts = [0] + ends[:-1]
+    deps = []
+    for r in range(n_rep):
+        shifted = (flat + first_id + r * n_ops).tolist()
+        deps.extend(shifted[a:b] for a, b in zip(starts, ends))
+    out["deps"] = deps
+    return out[list(prog.columns)]
 
 
 def _one_f_one_b(pp: int, p: int, m: int) -> list[tuple[str, int]]:
