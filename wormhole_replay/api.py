@@ -63,7 +63,7 @@ def prepare_config_run(config: str | Path, paths: str | Path | None = None, rout
     return Run(topo, flows, cfg, pinned, _routes(topo, routing), outputs)
 
 
-def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet, cc: str, config: str | Path | None = None,
+def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet | None, cc: str, config: str | Path | None = None,
                        paths: str | Path | None = None, routing: str | Path | None = None,
                        out: str | Path | None = "out", seq_num_bytes: int | None = None) -> Run:
     """Resolve ``--topology/--flows/--cc``: the ``run.py`` preset for ``cc`` at the NIC rate,
@@ -82,7 +82,10 @@ def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet, cc
             raise InputError(f"{config}: CC_MODE {cfg.cc_mode} contradicts --cc {cc}")
     if seq_num_bytes is not None:
         cfg.seq_num_bytes = seq_num_bytes
-    fs = flows if isinstance(flows, FlowSet) else read_flow_file(flows, topo)
+    if flows is None:  # filled in later (trace replay)
+        fs = FlowSet.from_columns([], [], [], [])
+    else:
+        fs = flows if isinstance(flows, FlowSet) else read_flow_file(flows, topo)
     pinned = read_paths_file(paths, len(fs)) if paths else None
     out_dir = Path(out) if out is not None else Path(".")
     outputs = {"fct": out_dir / "fct.txt", "pfc": out_dir / "pfc.txt", "flows": out_dir / "flows.parquet"}

@@ -46,7 +46,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
                 raise InputError("the intra-server latency must not be negative")
             intra["latency_ns"] = intra_latency_ns
         trace = Trace(trace.ops, {**trace.meta, "intra_server": intra})
-    run = prepare_direct_run(topology, _placeholder(), cc, config=config, out=None)
+    run = prepare_direct_run(topology, None, cc, config=config, out=None)
     flows, info = trace_to_flows(trace, run.topo, iterations)
     run.flows = flows
     n_iter = int(info["iteration"].max()) + 1 if len(info) else 0
@@ -64,8 +64,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
 
     result = execute(run, progress=progress, on_slice=on_slice)
     f = result.flows.merge(info, on="flow_id")
-    net = f[~f["virtual"] | (f["kind"] != "compute")]
-    coll = (net[net["kind"] != "compute"].groupby("unit")
+    coll = (f[f["kind"] != "compute"].groupby("unit")  # collectives and p2p, intra-server copies included
             .agg(name=("name", "first"), coll=("coll", "first"), iteration=("iteration", "first"),
                  start_ns=("start_ns", "min"), end_ns=("received_ns", "max"), flows=("flow_id", "count"))
             .reset_index())
@@ -76,9 +75,3 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     walls = np.nan_to_num(done_wall, nan=result.counters["wall_seconds"])
     it["wall_seconds"] = np.diff(np.concatenate([[0.0], walls]))[: len(it)]
     return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc)
-
-
-def _placeholder():
-    from .workload.flowfile import FlowSet
-
-    return FlowSet.from_columns([], [], [], [])
