@@ -156,3 +156,14 @@ def test_chakra_bad_input(tmp_path):
         import_chakra([str(d)])
     with pytest.raises(InputError, match="no such Chakra ET"):
         import_chakra([str(tmp_path / "none.0.et")])
+
+
+def test_flow_txt_keeps_its_hosts(tmp_path):
+    """Flows among a few hosts of a bigger topology replay on those same hosts."""
+    f = tmp_path / "flow.txt"
+    f.write_text("2\n5 9 3 100 100000 2.0\n12 5 3 100 100000 2.000001\n")
+    res = replay(import_hpcc_flow(f), "fat-tree:k=4", "dcqcn")
+    net = res.flows[~res.flows.virtual].sort_values("flow_id")
+    assert list(zip(net.src, net.dst)) == [(5, 9), (12, 5)]
+    with pytest.raises(InputError, match="not a host"):
+        replay(import_hpcc_flow(f), "leaf-spine:hosts=8,leaves=2,spines=1", "dcqcn")

@@ -65,8 +65,6 @@ class Plan:
     sport: np.ndarray  # int64[F]
     pair_rtt: np.ndarray  # int64[F] base RTT of the flow's host pair
     pair_bw: np.ndarray  # int64[F] bottleneck bps of the pair
-    data_paths: list
-    ack_paths: list
 
 
 def flow_paths(topo, flows: FlowSet, routes=None, sport=None, pinned=None):
@@ -289,7 +287,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
         order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), qn=qn, qw=qw, qm=qm, hs=hs, hpos=hpos, ci=ci,
         cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
     )
-    plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), data_paths=data_paths, ack_paths=ack_paths)
+    plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw))
     return state, plan
 
 

@@ -687,12 +687,18 @@ def _dctcp_ack(ft, ff, ci, cf, f, ack_seq, cnp):
 
 
 @njit(cache=True, _nrt=False)
-def _qp_complete(ft, qn, qw, qm, hs, hpos, ci, st, f):
-    """RdmaHw::QpComplete: record the completion time, cancel the QP's timers."""
+def _mark_done(ft, st, f):
+    """A flow is done now: its finish time and its place in the completion order."""
     ft[f, FT_STATE] = 2
     ft[f, FT_FINISH] = st[ST_NOW]
     ft[f, FT_DONE_IDX] = st[ST_FINISHED]
     st[ST_FINISHED] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _qp_complete(ft, qn, qw, qm, hs, hpos, ci, st, f):
+    """RdmaHw::QpComplete: record the completion time, cancel the QP's timers."""
+    _mark_done(ft, st, f)
     for k in range(T_START):
         q_remove(qn, qw, qm, hs, hpos, _qp_slot(ci, f, k))
 
@@ -841,12 +847,9 @@ def _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f):
         ft[f, FT_START] = now
         q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_START), now + ft[f, FT_VIRTUAL], _next_seq(st))
         return
-    ft[f, FT_STATE] = 2
-    ft[f, FT_FINISH] = now
+    _mark_done(ft, st, f)
     ft[f, FT_RX_DONE] = now
     ft[f, FT_BYTES_RX] = ft[f, FT_SIZE]
-    ft[f, FT_DONE_IDX] = st[ST_FINISHED]
-    st[ST_FINISHED] += 1
     _release_successors(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
 
 

@@ -45,12 +45,19 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
         ops = ops[ops["iteration"] < iterations]
     n_ranks = trace.ranks
     hosts = np.asarray(topo.hosts)
-    host_of_rank = np.asarray(trace.meta.get("rank_to_host") or list(range(n_ranks)), dtype=np.int64)
+    if trace.meta.get("rank_to_node"):  # node ids of the topology (an imported flow.txt keeps its hosts)
+        node_of_rank = np.asarray(trace.meta["rank_to_node"], dtype=np.int64)
+        bad = [int(x) for x in node_of_rank if not 0 <= x < topo.n_nodes or topo.is_switch[x]]
+        if bad:
+            raise InputError(f"trace: rank_to_node names node {bad[0]}, which is not a host of the topology")
+        host_of_rank = np.asarray(topo.host_index(), dtype=np.int64)[node_of_rank]
+    else:
+        host_of_rank = np.asarray(trace.meta.get("rank_to_host") or list(range(n_ranks)), dtype=np.int64)
+        if host_of_rank.max(initial=-1) >= len(hosts):
+            raise InputError(f"the trace needs {int(host_of_rank.max()) + 1} GPUs (hosts); the topology has {len(hosts)}")
+        node_of_rank = hosts[host_of_rank]
     if len(host_of_rank) != n_ranks:
-        raise InputError(f"trace: rank_to_host lists {len(host_of_rank)} hosts for {n_ranks} ranks")
-    if host_of_rank.max(initial=-1) >= len(hosts):
-        raise InputError(f"the trace needs {int(host_of_rank.max()) + 1} GPUs (hosts); the topology has {len(hosts)}")
-    node_of_rank = hosts[host_of_rank]
+        raise InputError(f"trace: the rank map lists {len(host_of_rank)} hosts for {n_ranks} ranks")
     gps = max(1, int(getattr(topo, "gpus_per_server", 1)))
     server_of_rank = host_of_rank // gps
     intra = trace.meta.get("intra_server") or {}
@@ -62,6 +69,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     units = []  # (kind, [op ids])
     idx = {int(o): i for i, o in enumerate(ops["op_id"].to_numpy())}
     rows = ops.reset_index(drop=True)
+    recs = list(rows.itertuples(index=False))  # one record per op, by position (idx)
 
     def new_unit(kind, members):
         for m in members:
@@ -71,7 +79,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     per_group = defaultdict(lambda: defaultdict(list))
     sends = defaultdict(list)
     recvs = defaultdict(list)
-    for r in rows.itertuples():
+    for r in recs:
         if r.kind == "compute":
             new_unit("compute", [r.op_id])
         elif r.kind == "coll":
@@ -88,9 +96,9 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
             raise InputError(f"trace: group {g!r}: members issue different numbers of collectives {counts}")
         for k in range(next(iter(counts.values()))):
             inst = [by_rank[m][k] for m in members]
-            first = rows.iloc[idx[inst[0]]]
+            first = recs[idx[inst[0]]]
             for o in inst[1:]:
-                r = rows.iloc[idx[o]]
+                r = recs[idx[o]]
                 if r.coll != first.coll or r.bytes != first.bytes:
                     raise InputError(f"trace: group {g!r}, collective #{k}: ops {inst[0]} and {o} disagree "
                                      f"({first.coll} {first.bytes} B vs {r.coll} {r.bytes} B)")
@@ -110,7 +118,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     for kind, members in units:
         d = set()
         for m in members:
-            for x in rows.at[idx[m], "deps"]:
+            for x in recs[idx[m]].deps:
                 if x not in unit_of:
                     raise InputError(f"trace: op {m} depends on op {x}, which is outside the replayed iterations")
                 if unit_of[x] != unit_of[m]:
@@ -129,7 +137,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     exits = {}  # op id -> flow ids that finish it
 
     def after(op_id):
-        return [f for x in rows.at[idx[op_id], "deps"] for f in exits[x]]
+        return [f for x in recs[idx[op_id]].deps for f in exits[x]]
 
     def add_transfer(ra, rb, size, deps, meta_row):
         a, b = int(node_of_rank[ra]), int(node_of_rank[rb])
@@ -142,20 +150,20 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     durations = []
     for u in order:
         kind, members = units[u]
-        first = rows.iloc[idx[members[0]]]
-        meta_row = (int(first.op_id), u, kind, str(first["name"]), str(first.coll), int(first.iteration))
+        first = recs[idx[members[0]]]
+        meta_row = (int(first.op_id), u, kind, str(first.name), str(first.coll), int(first.iteration))
         if kind == "compute":
-            node = int(node_of_rank[first["rank"]])
+            node = int(node_of_rank[first.rank])
             f = block.add(node, node, 0, after(first.op_id))
             durations.append(int(first.duration_ns))
-            info.append(meta_row + (int(first["rank"]),))
+            info.append(meta_row + (int(first.rank),))
             exits[int(first.op_id)] = [f]
         elif kind == "p2p":
             s_op, r_op = members
-            f = add_transfer(int(first["rank"]), int(first.peer), max(int(first.bytes), 1), after(s_op), meta_row)
+            f = add_transfer(int(first.rank), int(first.peer), max(int(first.bytes), 1), after(s_op), meta_row)
             exits[s_op] = exits[r_op] = [f]
         else:
-            ranks = [int(rows.at[idx[m], "rank"]) for m in members]
+            ranks = [int(recs[idx[m]].rank) for m in members]
             n = len(ranks)
             before = [after(m) for m in members]
             start = len(block)

@@ -1,8 +1,8 @@
 """Importers: other projects' workload files into the native trace.
 
 * ``hpcc-flow``: the reference simulator's ``flow.txt``.  Each flow becomes a send/recv pair
-  between ranks (rank = the host's position among the topology-free host ids: the flow file's
-  node ids, renumbered densely in order), its start time a compute op before the send.
+  between ranks (the flow file's node ids, renumbered densely; ``rank_to_node`` keeps the map, so
+  a replay uses the same hosts), its start time a compute op before the send.
 * ``aicb``: SimAI / AICB workload text (``HYBRID_TRANSFORMER_FWD_IN_BCKWD`` model workloads and
   ``MICRO`` micro-benchmarks); see :func:`import_aicb` for how its columns become ops.
 
@@ -36,8 +36,8 @@ def import_hpcc_flow(path: str | Path) -> Trace:
         rows.append(dict(op_id=wait, rank=s, kind="compute", name=f"start_flow{f}", duration_ns=int(fs.start_ns[f]) - t0))
         rows.append(dict(op_id=wait + 1, rank=s, kind="send", name=f"flow{f}", peer=d, bytes=int(fs.size[f]), deps=[wait]))
         rows.append(dict(op_id=wait + 2, rank=d, kind="recv", name=f"flow{f}", peer=s, bytes=int(fs.size[f])))
-    meta = dict(ranks=len(nodes), groups={}, iterations=1, rank_to_host=None,
-                provenance=dict(importer="hpcc-flow", source=str(path), node_of_rank=nodes, start_offset_ns=t0))
+    meta = dict(ranks=len(nodes), groups={}, iterations=1, rank_to_node=nodes,
+                provenance=dict(importer="hpcc-flow", source=str(path), start_offset_ns=t0))
     return Trace(new_ops(rows), meta)
 
 

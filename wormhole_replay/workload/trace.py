@@ -13,7 +13,8 @@ A trace is a table of operations plus job metadata.  Every operation belongs to 
 Dependencies are explicit edges (``deps``: the ops that must be done first), never causality
 inferred from timestamps.  Each op carries the ``iteration`` it belongs to.
 
-Job metadata (``meta``): ``ranks``; ``rank_to_host`` (default: rank r on host index r);
+Job metadata (``meta``): ``ranks``; ``rank_to_host`` (default: rank r on host index r) or
+``rank_to_node`` (topology node ids, which must be hosts);
 ``groups`` {name: [ranks]}; ``layout`` (tp, pp, dp, ep, ...); ``iterations``; ``provenance``;
 ``intra_server`` {``bw_bps``, ``latency_ns``}, the link between GPUs of one server.
 
