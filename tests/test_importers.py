@@ -107,6 +107,9 @@ def test_kineto_without_nccl_metadata(tmp_path):
     p.write_text("{ truncated")
     with pytest.raises(InputError, match="not a Kineto JSON"):
         import_kineto([p])
+    p.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": 5}))
+    with pytest.raises(InputError, match="malformed"):
+        import_kineto([p])
 
 
 def _external(*parts):

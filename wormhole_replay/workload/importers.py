@@ -197,7 +197,13 @@ def import_kineto(paths: list[str | Path]) -> Trace:
     ended when it started; the rank's last op after everything.  Ranks without a file mirror
     rank 0's (SPMD), so a single-rank capture replays on the whole job.
     """
-    docs = [(Path(p), _load_kineto(p)) for p in paths]
+    try:
+        return _import_kineto([(Path(p), _load_kineto(p)) for p in paths])
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise InputError(f"kineto: a malformed trace ({e.__class__.__name__}: {str(e)[:80]})") from None
+
+
+def _import_kineto(docs) -> Trace:
     by_rank, world, pgs = {}, None, {}
     for p, d in docs:
         info = d.get("distributedInfo") if isinstance(d, dict) else None

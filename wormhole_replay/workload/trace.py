@@ -188,6 +188,9 @@ def load_trace(path: str | Path) -> Trace:
     if int(meta.get("version", 0)) > VERSION:
         raise InputError(f"{path}: trace format version {meta['version']} is newer than this program reads ({VERSION})")
     meta = {k: v for k, v in meta.items() if k not in ("schema", "version")}
+    missing = [c for c in COLUMNS if c not in table.column_names]
+    if missing:
+        raise InputError(f"{path}: a trace without the column(s) {', '.join(missing)}")
     with no_gc():
         ops = table.drop(["deps"]).to_pandas()
         ops["deps"] = table.column("deps").to_pylist()  # plain lists of ints, fast from Arrow
