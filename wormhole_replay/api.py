@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import SimConfig, read_config
+from .engine.fastforward import FastForward
 from .engine.simulate import Result
 from .engine.simulate import simulate as _simulate
 from .errors import InputError
@@ -30,6 +31,17 @@ class Run:
     pinned: tuple | None = None
     routes: object = None
     outputs: dict = field(default_factory=dict)  # name -> Path
+    fast_forward: FastForward | None = None  # None: full packet-level simulation
+
+
+MODES = ("full", "wormhole")
+
+
+def fast_forward_for(mode: str, options: FastForward | None = None) -> FastForward | None:
+    """The engine setting for ``mode``: ``None`` (full) or the wormhole options (defaults if unset)."""
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r} (expected full or wormhole)")
+    return None if mode == "full" else (options or FastForward())
 
 
 def _routes(topo: Topology, routing: str | Path | None):
@@ -95,11 +107,12 @@ def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet | N
 def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
     """Simulate a prepared run (no files written)."""
     return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
-                     on_slice=on_slice)
+                     on_slice=on_slice, fast_forward=run.fast_forward)
 
 
-def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routing=None, seq_num_bytes=None) -> Result:
-    """Full packet-level simulation; returns a :class:`Result` with ``flows`` and ``pfc`` DataFrames.
+def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routing=None, seq_num_bytes=None,
+             mode: str = "wormhole", fast_forward: FastForward | None = None) -> Result:
+    """Packet-level simulation; returns a :class:`Result` with ``flows`` and ``pfc`` DataFrames.
 
     Parameters
     ----------
@@ -114,10 +127,18 @@ def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routin
         A ``config.txt`` whose keys override the ``run.py`` preset of ``cc``.
     paths, routing : path, optional
         Pin routes (reference ``paths.txt``) or restore the reference's ECMP order (``routing.txt``).
+    mode : {"wormhole", "full"}
+        Fast-forward steady partitions (``fast_forward`` options, defaults derived from the network),
+        or simulate every packet.
     """
-    return execute(prepare_direct_run(topology, flows, cc, config, paths, routing, out=None, seq_num_bytes=seq_num_bytes))
+    run = prepare_direct_run(topology, flows, cc, config, paths, routing, out=None, seq_num_bytes=seq_num_bytes)
+    run.fast_forward = fast_forward_for(mode, fast_forward)
+    return execute(run)
 
 
-def run_config(config, paths=None, routing=None, seq_num_bytes=None) -> Result:
-    """Simulate a reference-style ``config.txt`` as the reference would (no files written)."""
-    return execute(prepare_config_run(config, paths, routing, seq_num_bytes=seq_num_bytes))
+def run_config(config, paths=None, routing=None, seq_num_bytes=None, mode: str = "wormhole",
+               fast_forward: FastForward | None = None) -> Result:
+    """Simulate a reference-style ``config.txt`` (no files written); ``mode="full"`` as the reference would."""
+    run = prepare_config_run(config, paths, routing, seq_num_bytes=seq_num_bytes)
+    run.fast_forward = fast_forward_for(mode, fast_forward)
+    return execute(run)

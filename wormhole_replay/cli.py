@@ -39,6 +39,43 @@ def _write_text(path: Path, text: str) -> None:
     _write_atomic(path, w)
 
 
+def _add_mode_options(p) -> None:
+    """``--mode`` and the fast-forward knobs (defaults: ``engine/fastforward.py``)."""
+    p.add_argument("--mode", choices=["wormhole", "full"], default="wormhole",
+                   help="wormhole: fast-forward steady partitions (default); full: simulate every packet")
+    g = p.add_argument_group("fast-forward (wormhole mode)")
+    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.05)")
+    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16)")
+    g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
+                   "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
+    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 30us (4 base RTTs)")
+
+
+def _fast_forward(args):
+    """The engine setting from ``--mode`` and ``--ff-*``: ``None`` for a full simulation."""
+    from .api import fast_forward_for
+    from .engine.fastforward import FastForward
+    from .topology.units import parse_time_ns
+
+    try:
+        window = parse_time_ns(args.ff_window) if args.ff_window else None
+        tail = parse_time_ns(args.ff_tail) if args.ff_tail else None
+    except ValueError as e:
+        raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
+    ff = FastForward(theta=args.ff_theta if args.ff_theta is not None else 0.05,
+                     samples=args.ff_samples if args.ff_samples is not None else 16,
+                     window_ns=window, tail_ns=tail)
+    return fast_forward_for(args.mode, ff)
+
+
+def _mode_summary(c: dict) -> dict:
+    """``mode`` and, in wormhole mode, the ``wormhole`` block of a summary."""
+    out = {"mode": c.get("mode", "full")}
+    if "wormhole" in c:
+        out["wormhole"] = c["wormhole"]
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Packet-level RDMA network simulation of training traffic, "
                 "faithful to the HPCC ns-3 simulator and accelerated with Wormhole.")
@@ -61,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="output folder (default: FCT_OUTPUT_FILE's place for a config, ./out otherwise)")
     s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_mode_options(s)
 
     g = sub.add_parser("gen", help="generate a synthetic training trace (GPT or MoE)")
     gsub = g.add_subparsers(dest="model_kind", metavar="KIND", parser_class=_Parser)
@@ -105,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out", help="output folder (default ./out)")
     r.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_mode_options(r)
 
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
@@ -124,6 +163,7 @@ def cmd_simulate(args) -> int:
             raise InputError(f"simulate: missing {', '.join(missing)} (or give a CONFIG.txt)")
         run = prepare_direct_run(args.topology, args.flows, args.cc, args.overrides, args.paths, args.routing,
                                  args.out or "out", args.seq_num_bytes)
+    run.fast_forward = _fast_forward(args)
     result = execute(run, progress=not args.quiet)
 
     from .engine.simulate import format_fct, format_pfc
@@ -137,7 +177,7 @@ def cmd_simulate(args) -> int:
         raise InputError(f"cannot write outputs to {out['fct'].parent}: {e.strerror}") from None
     c = result.counters
     summary = {
-        "mode": "full",
+        **_mode_summary(c),
         "cc": run.cfg.cc_name,
         "wall_seconds": round(c["wall_seconds"], 3),
         "simulated_ns": c["simulated_ns"],
@@ -243,8 +283,9 @@ def cmd_replay(args) -> int:
         lat = parse_time_ns(args.intra_latency) if args.intra_latency else None
     except ValueError as e:
         raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
+    ff = _fast_forward(args)
     res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
-                 intra_bw_bps=bw, intra_latency_ns=lat)
+                 intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff)
     out = Path(args.out)
     paths = {"flows": out / "flows.parquet", "collectives": out / "collectives.csv",
              "iterations": out / "iterations.csv", "fct": out / "fct.txt"}
@@ -257,7 +298,7 @@ def cmd_replay(args) -> int:
         raise InputError(f"cannot write outputs to {out}: {e.strerror}") from None
     c = res.counters
     summary = {
-        "mode": "full",
+        **_mode_summary(c),
         "cc": args.cc,
         "wall_seconds": round(c["wall_seconds"], 3),
         "simulated_ns": c["simulated_ns"],

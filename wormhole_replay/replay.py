@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .api import execute, prepare_direct_run
+from .api import execute, fast_forward_for, prepare_direct_run
+from .engine.fastforward import FastForward
 from .errors import InputError
 from .workload.expand import trace_to_flows
 from .workload.trace import Trace, load_trace
@@ -30,9 +31,11 @@ class ReplayResult:
 
 
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
-           progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None) -> ReplayResult:
+           progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
+           mode: str = "wormhole", fast_forward: FastForward | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
-    ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link."""
+    ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
+    ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``."""
     if not isinstance(trace, Trace):
         trace = load_trace(trace)
     if intra_bw_bps is not None or intra_latency_ns is not None:
@@ -47,6 +50,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
             intra["latency_ns"] = intra_latency_ns
         trace = Trace(trace.ops, {**trace.meta, "intra_server": intra})
     run = prepare_direct_run(topology, None, cc, config=config, out=None)
+    run.fast_forward = fast_forward_for(mode, fast_forward)
     flows, info = trace_to_flows(trace, run.topo, iterations)
     run.flows = flows
     n_iter = int(info["iteration"].max()) + 1 if len(info) else 0

@@ -13,7 +13,9 @@ from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pa
 from ..workload.flowfile import FlowSet
 from . import layout as L
 from . import ns3rng
+from .fastforward import apply as apply_fast_forward
 from .queue import new_queue, q_set
+from .slots import n_slots
 
 INITIAL_PACKETS = 4096
 INITIAL_PFC_LOG = 1024
@@ -53,6 +55,11 @@ class EngineState:
     st: np.ndarray
     pfc: np.ndarray
     scr: np.ndarray
+    wp: np.ndarray  # wormhole: partitions, live list, rate-sample rings, scratch
+    wl: np.ndarray
+    sr: np.ndarray
+    wsi: np.ndarray
+    wsf: np.ndarray
 
     def args(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))
@@ -65,6 +72,8 @@ class Plan:
     sport: np.ndarray  # int64[F]
     pair_rtt: np.ndarray  # int64[F] base RTT of the flow's host pair
     pair_bw: np.ndarray  # int64[F] bottleneck bps of the pair
+    base_rtt: int = 0  # ns, the largest base RTT between two hosts
+    fast_forward: object = None  # the resolved FastForward options in wormhole mode
 
 
 def flow_paths(topo, flows: FlowSet, routes=None, sport=None, pinned=None):
@@ -102,8 +111,9 @@ def source_ports(flows: FlowSet) -> np.ndarray:
     return sport
 
 
-def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
-    """Allocate every engine array; return ``(EngineState, Plan)``."""
+def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_forward=None):
+    """Allocate every engine array; return ``(EngineState, Plan)``.  ``fast_forward`` (a
+    ``FastForward``) turns on wormhole mode."""
     cfg.validate()
     ports = topo.ports()
     P = ports.n_ports
@@ -131,6 +141,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     pt[:, L.PT_BUSY_UNTIL] = -1
     pt[:, L.PT_LN_HEAD] = -1
     pt[:, L.PT_LN_TAIL] = -1
+    pt[:, L.PT_PART] = -1
     for p in np.nonzero(~port_is_host)[0]:
         rate, delay = int(ports.rate_bps[p]), int(ports.delay_ns[p])
         kmin, kmax, ptf[p, L.PTF_PMAX] = cfg.ecn_for_rate(rate)
@@ -185,6 +196,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
     if cfg.has_win:
         ft[:, L.FT_WIN] = max_bdp if cfg.global_t else pair_bdp
     ft[:, L.FT_FINISH] = -1
+    ft[:, L.FT_PART] = -1
     ft[:, L.FT_FIRST_CNP] = 1
     ff = np.zeros((F, L.FF_LEN), np.float64)
     line = ports.rate_bps[host_port[si]] if F else 0
@@ -278,7 +290,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
         if first is None or first < 0:
             first = ns3rng.first_ecn_stream(N)
         st[L.ST_MRG:L.ST_MRG + 6] = ns3rng.stream_state(cfg.rng_seed, first, cfg.ns3_rng_run)
-    qn, qw, qm, hs, hpos = new_queue(2 * P + H + 1 + L.FLOW_SLOTS * F)
+    qn, qw, qm, hs, hpos = new_queue(n_slots(P, H, F))
     if len(order):  # the first flow start; the reference's ScheduleFlowInputs
         q_set(qn, qw, qm, hs, hpos, 2 * P + H, int(flows.start_ns[order[0]]), 0)
         st[L.ST_SEQ] = 1
@@ -286,8 +298,23 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None):
         pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths, succ=succ,
         order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), qn=qn, qw=qw, qm=qm, hs=hs, hpos=hpos, ci=ci,
         cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
+        wp=None, wl=None, sr=None, wsi=None, wsf=None,
     )
-    plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw))
+    K = max(F, 1)  # partitions never outnumber active flows
+    wp = np.zeros((K, L.WP_LEN), np.int64)
+    wp[:, L.WP_NEXT_FREE] = np.arange(1, K + 1)
+    wp[-1, L.WP_NEXT_FREE] = -1
+    wp[:, L.WP_LIVEPOS] = -1
+    samples = 1
+    if fast_forward is not None:
+        fast_forward = fast_forward.resolve(cfg.cc_mode, cfg.rp_timer, max_rtt)
+        apply_fast_forward(ci, cf, fast_forward)
+        samples = fast_forward.samples
+    state.wp, state.wl = wp, np.zeros(K, np.int64)
+    state.sr = np.zeros((F if fast_forward is not None else 1, samples), np.float64)
+    state.wsi = np.zeros(2 * P + 1, np.int64)
+    state.wsf = np.zeros(max(P, 1), np.float64)
+    plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), base_rtt=max_rtt, fast_forward=fast_forward)
     return state, plan
 
 

@@ -31,6 +31,8 @@ import numpy as np
 from numba import njit
 
 from .queue import QN_TIME, QN_WHERE, q_pop, q_remove, q_set
+from .slots import kick as _kick, next_seq, qp_slot, sample_slot
+from . import wormhole as wh
 from .layout import *  # noqa: F403  (column and index constants)
 
 CC_DCQCN = 1
@@ -64,13 +66,6 @@ NEVER = 1 << 62
 def _tx_ns(size, bps):
     """Serialisation time, truncated to whole ns like the reference."""
     return (size * 8 * 1_000_000_000) // bps
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _next_seq(st):
-    s = st[ST_SEQ]
-    st[ST_SEQ] = s + 1
-    return s
 
 
 @njit(cache=True, _nrt=False)
@@ -181,23 +176,6 @@ def _dequeue(pt, qt, pk, p, q):
     return i
 
 
-@njit(cache=True, _nrt=False)
-def _kick(pt, kick, st, p):
-    """Ask port p to try to transmit once the current handler is done (the reference calls
-    DequeueAndTransmit synchronously; a FIFO keeps that order without recursion)."""
-    if pt[p, PT_KICKED] != 0:
-        return
-    pt[p, PT_KICKED] = 1
-    n = kick.shape[0]
-    kick[(st[ST_KICK_HEAD] + st[ST_KICK_N]) % n] = p
-    st[ST_KICK_N] += 1
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _qp_slot(ci, f, k):
-    return 2 * ci[CI_N_PORTS] + ci[CI_N_HOSTS] + 1 + FLOW_SLOTS * f + k
-
-
 # ------------------------------------------------------------------ link layer -----------------
 
 
@@ -217,8 +195,8 @@ def _transmit_start(pt, pk, qn, qw, qm, hs, hpos, ci, st, p, i):
     now = st[ST_NOW]
     tx = _tx_ns(pk[i, PK_SIZE], pt[p, PT_RATE])
     pt[p, PT_BUSY_UNTIL] = now + tx
-    pt[p, PT_TXDONE_SEQ] = _next_seq(st)  # the reference schedules TransmitComplete first,
-    ev = _next_seq(st)  # then the peer's Receive
+    pt[p, PT_TXDONE_SEQ] = next_seq(st)  # the reference schedules TransmitComplete first,
+    ev = next_seq(st)  # then the peer's Receive
     pk[i, PK_ARRIVE] = now + tx + pt[p, PT_DELAY]
     pk[i, PK_EVSEQ] = ev
     pk[i, PK_NEXT] = NONE
@@ -450,9 +428,9 @@ def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci
         r = np.int64(ff[f, FF_RATE]) if ci[CI_RATE_BOUND] != 0 else np.int64(ff[f, FF_MAX_RATE])
         ft[f, FT_NEXT_AVAIL] = now + _tx_ns(pk[i, PK_SIZE], r)
         if ci[CI_RTO_NS] > 0:
-            s = _qp_slot(ci, f, T_RTO)
+            s = qp_slot(ci, f, T_RTO)
             if qn[s, QN_WHERE] < 0:
-                q_set(qn, qw, qm, hs, hpos, s, now + ci[CI_RTO_NS], _next_seq(st))
+                q_set(qn, qw, qm, hs, hpos, s, now + ci[CI_RTO_NS], next_seq(st))
         return
     # nothing eligible: wake up when the earliest paced QP with bytes left may send
     t = NEVER
@@ -462,7 +440,7 @@ def _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci
             t = ft[f, FT_NEXT_AVAIL]
     ws = 2 * ci[CI_N_PORTS] + h
     if qn[ws, QN_WHERE] < 0 and t < NEVER and t > now:
-        q_set(qn, qw, qm, hs, hpos, ws, t, _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, ws, t, next_seq(st))
 
 
 @njit(cache=True, _nrt=False)
@@ -476,7 +454,7 @@ def _change_rate(nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, f, new_rate):
         t = ft[f, FT_NEXT_AVAIL]
         if t < st[ST_NOW]:
             t = st[ST_NOW]
-        q_set(qn, qw, qm, hs, hpos, ws, t, _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, ws, t, next_seq(st))
     ff[f, FF_RATE] = new_rate
 
 
@@ -492,9 +470,9 @@ def _cnp_received(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f):
         now = st[ST_NOW]
         ff[f, FF_ALPHA] = 1.0
         ft[f, FT_ALPHA_CNP] = 0
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], next_seq(st))
         # +1 ns so that the rate decrease runs after the alpha update
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS] + 1, _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS] + 1, next_seq(st))
         r = np.floor(cf[CF_RATE_FIRST_CNP] * ff[f, FF_RATE])
         ff[f, FF_RATE] = r
         ff[f, FF_TARGET] = r
@@ -513,9 +491,9 @@ def _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k):
         else:
             ff[f, FF_ALPHA] = (1.0 - g) * ff[f, FF_ALPHA]
         ft[f, FT_ALPHA_CNP] = 0
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_ALPHA), now + ci[CI_ALPHA_NS], next_seq(st))
     elif k == T_DEC:
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_DEC), now + ci[CI_DEC_NS], next_seq(st))
         if ft[f, FT_DEC_CNP] != 0:
             if ci[CI_CLAMP] != 0 or ft[f, FT_RP_STAGE] != 0:
                 ff[f, FF_TARGET] = ff[f, FF_RATE]
@@ -523,9 +501,9 @@ def _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k):
             ff[f, FF_RATE] = r if r > cf[CF_MIN_RATE] else cf[CF_MIN_RATE]
             ft[f, FT_RP_STAGE] = 0
             ft[f, FT_DEC_CNP] = 0
-            q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], _next_seq(st))
+            q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], next_seq(st))
     else:  # T_RP: fast recovery, then additive, then hyper increase
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_RP), now + ci[CI_RP_NS], next_seq(st))
         stage = ft[f, FT_RP_STAGE]
         if stage == ci[CI_FAST_RECOVERY]:
             t = ff[f, FF_TARGET] + cf[CF_RATE_AI]
@@ -700,7 +678,7 @@ def _qp_complete(ft, qn, qw, qm, hs, hpos, ci, st, f):
     """RdmaHw::QpComplete: record the completion time, cancel the QP's timers."""
     _mark_done(ft, st, f)
     for k in range(T_START):
-        q_remove(qn, qw, qm, hs, hpos, _qp_slot(ci, f, k))
+        q_remove(qn, qw, qm, hs, hpos, qp_slot(ci, f, k))
 
 
 @njit(cache=True, _nrt=False)
@@ -716,7 +694,7 @@ def _release_successors(ft, succ, qn, qw, qm, hs, hpos, ci, st, f):
         ft[g, FT_PREDS_LEFT] -= 1
         if ft[g, FT_PREDS_LEFT] == 0:
             t = ft[g, FT_READY] if ft[g, FT_READY] > ft[g, FT_START] else ft[g, FT_START]
-            q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, g, T_START), t, _next_seq(st))
+            q_set(qn, qw, qm, hs, hpos, qp_slot(ci, g, T_START), t, next_seq(st))
 
 
 @njit(cache=True, _nrt=False)
@@ -790,7 +768,7 @@ def _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci
         elif ci[CI_FAST_REACT] != 0:
             _hpcc_update(nt, ft, ff, fh, fhf, pk, qn, qw, qm, hs, hpos, ci, cf, st, scr, f, i, True)
     if active and progressed and ci[CI_RTO_NS] > 0:
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_RTO), st[ST_NOW] + ci[CI_RTO_NS], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_RTO), st[ST_NOW] + ci[CI_RTO_NS], next_seq(st))
     _free(pk, st, i)
     _kick(pt, kick, st, ht[nt[ft[f, FT_SRC], NT_HOST], HT_PORT])
 
@@ -845,7 +823,7 @@ def _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f):
     if ft[f, FT_STATE] == 0:
         ft[f, FT_STATE] = 1
         ft[f, FT_START] = now
-        q_set(qn, qw, qm, hs, hpos, _qp_slot(ci, f, T_START), now + ft[f, FT_VIRTUAL], _next_seq(st))
+        q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_START), now + ft[f, FT_VIRTUAL], next_seq(st))
         return
     _mark_done(ft, st, f)
     ft[f, FT_RX_DONE] = now
@@ -864,6 +842,8 @@ def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpo
         st[ST_KICK_HEAD] = (st[ST_KICK_HEAD] + 1) % nk
         st[ST_KICK_N] -= 1
         pt[p, PT_KICKED] = 0
+        if pt[p, PT_FROZEN] != 0:  # its partition is being fast-forwarded; it is kicked at thaw
+            continue
         if not _port_ready(pt, qn, st, p):
             # busy: make sure its transmit-complete fires (switch ports skip it when idle)
             if qn[p, QN_WHERE] < 0 and pt[p, PT_QPKTS] > 0:
@@ -876,7 +856,8 @@ def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpo
 
 
 @njit(cache=True, _nrt=False)
-def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf, st, pfc, scr, max_events):
+def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf, st, pfc, scr,
+        wp, wl, sr, wsi, wsf, max_events):
     """Process events until none is left, the stop time passes, ``max_events`` have run, or the
     packet pool / PFC log must grow.  Returns a ``RUN_*`` code.  All state stays in the arrays,
     so a call can be resumed."""
@@ -885,6 +866,8 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
     flow_slot = 2 * n_ports + n_hosts
     qp_base = flow_slot + 1
     n_roots = order.shape[0]  # flows without predecessors, by start time
+    wh_on = ci[CI_WH] != 0
+    wh_sample = sample_slot(ci, ft.shape[0])
     stop = ci[CI_STOP]
     done = 0
     while True:
@@ -928,7 +911,10 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
             elif pk[i, PK_KIND] == KIND_DATA:
                 _receive_data(pt, qt, nt, ht, ft, pk, succ, kick, qn, qw, qm, hs, hpos, ci, st, i)
             else:
+                f = pk[i, PK_FLOW]
                 _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci, cf, st, scr, i)
+                if wh_on and ft[f, FT_STATE] == 2 and ft[f, FT_PART] >= 0:
+                    wh.flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f)
         elif slot < flow_slot:  # a NIC wakes up
             h = slot - 2 * n_ports
             if _port_ready(pt, qn, st, ht[h, HT_PORT]):
@@ -942,26 +928,36 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                 if ft[f, FT_VIRTUAL] >= 0:
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                     continue
+                if wh_on:
+                    wh.flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
                 _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
                 _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
             if st[ST_NEXT_FLOW] < n_roots:
                 f = order[st[ST_NEXT_FLOW]]
-                q_set(qn, qw, qm, hs, hpos, flow_slot, ft[f, FT_START], _next_seq(st))
-        else:  # a QP timer
+                q_set(qn, qw, qm, hs, hpos, flow_slot, ft[f, FT_START], next_seq(st))
+        elif slot < wh_sample:  # a QP timer
             k = (slot - qp_base) % FLOW_SLOTS
             f = (slot - qp_base) // FLOW_SLOTS
             if k == T_START:
                 if ft[f, FT_VIRTUAL] >= 0:
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                 else:
+                    if wh_on:
+                        wh.flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
                     _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
             elif k == T_RTO:
                 if ft[f, FT_STATE] == 1 and ft[f, FT_SND_UNA] < ft[f, FT_SND_NXT]:
                     st[ST_TIMEOUTS] += 1
                     ft[f, FT_SND_NXT] = ft[f, FT_SND_UNA]  # go back N
                     _kick(pt, kick, st, ht[nt[ft[f, FT_SRC], NT_HOST], HT_PORT])
-                    q_set(qn, qw, qm, hs, hpos, slot, t + ci[CI_RTO_NS], _next_seq(st))
+                    q_set(qn, qw, qm, hs, hpos, slot, t + ci[CI_RTO_NS], next_seq(st))
             else:
                 _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k)
+        elif slot == wh_sample:  # wormhole: sample rates, freeze steady partitions
+            st[ST_WH_EVENTS] += 1
+            wh.sample(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf)
+        else:  # wormhole: a frozen partition's jump ends as planned
+            st[ST_WH_EVENTS] += 1
+            wh.thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, slot - wh_sample - 1)
         if st[ST_KICK_N] > 0:
             _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)

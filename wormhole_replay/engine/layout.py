@@ -31,7 +31,12 @@ PT_LN_HEAD = 16  # packets in flight on the link, FIFO
 PT_LN_TAIL = 17
 PT_KICKED = 18  # already in the kick FIFO
 PT_RATE_IDX = 19  # index of the port's rate in the INT rate table (ci[CI_RATE_TABLE + k])
-PT_LEN = 20
+PT_PART = 20  # wormhole: partition of the port (-1: no active flow crosses it)
+PT_NUSE = 21  # active flows whose data or ACK path crosses it
+PT_PNEXT = 22  # next / previous port of the same partition (doubly linked list)
+PT_PPREV = 23
+PT_FROZEN = 24  # its partition is being fast-forwarded: the port neither sends nor is kicked
+PT_LEN = 25
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -100,7 +105,14 @@ FT_DELAY = 33  # compute gap between the last predecessor's arrival and this flo
 FT_SUCC = 34  # offset of the flow's successors in succ (CSR; FT_SUCC of f+1 ends it)
 FT_RX_DONE = 35  # ns when the receiver had every byte in order, -1
 FT_VIRTUAL = 36  # -1: a network flow; else a duration: a compute op or an intra-server copy
-FT_LEN = 37
+FT_PART = 37  # wormhole: partition of an active network flow, -1 otherwise
+FT_PNEXT = 38  # next / previous flow of the same partition
+FT_PPREV = 39
+FT_NSAMP = 40  # rate samples taken since the partition last changed (the first is a base point)
+FT_SAMP_UNA = 41  # snd_una at the previous sample
+FT_CREDIT = 42  # bytes credited by the fast-forward being applied (scratch)
+FT_SKIPPED = 43  # bytes credited by fast-forwards in all
+FT_LEN = 44
 FLOW_SLOTS = 5  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, and T_START
 
 FF_MAX_RATE = 0  # NIC line rate
@@ -109,7 +121,8 @@ FF_TARGET = 2  # DCQCN
 FF_ALPHA = 3  # DCQCN and DCTCP
 FF_CUR_RATE = 4  # HPCC
 FF_U = 5
-FF_LEN = 6
+FF_STEADY = 6  # wormhole: the steady rate (payload bps) a fast-forward credits
+FF_LEN = 7
 
 # --- HPCC per-hop state: fh int64[F or 1, FH_LEN], fhf float64[F or 1, FHF_LEN]; column + hop -----
 # An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),
@@ -178,11 +191,17 @@ CI_RTO_NS = 25
 CI_BUFFER = 26
 CI_RESERVE = 27
 CI_RESUME_OFFSET = 28
+CI_WH_CAP = 29  # ns: the first jump after a change is at most this long (then 2x, 4x, ... while confirmed)
 CI_N_PORTS = 30
 CI_N_HOSTS = 31
 CI_RATE_TABLE = 32  # up to 8 link rates (bps) that INT's 3-bit rate field indexes
 CI_ECN_RNG = 40  # 0: xorshift64*; 1: ns-3's legacy UniformVariable (one MRG32k3a stream per draw)
 CI_MRG_JUMP = 41  # 2 x 9 entries: MRG32k3a's A1, A2 raised to 2^127 (one stream ahead)
+CI_WH = 59  # 1: fast-forward steady partitions (wormhole mode); 0: full packet-level simulation
+CI_WH_TAU = 60  # ns between rate samples
+CI_WH_L = 61  # samples in the steadiness window
+CI_WH_TAIL = 62  # ns of a flow's end simulated packet by packet after a fast-forward
+CI_WH_MIN_JUMP = 63  # ns: shorter fast-forwards are not worth their bookkeeping
 CI_LEN = 64
 
 # --- float configuration (cf) ------------------------------------------------------------------
@@ -193,6 +212,7 @@ CF_MIN_RATE = 3
 CF_U_TARGET = 4
 CF_RATE_FIRST_CNP = 5
 CF_DCTCP_RATE_AI = 6
+CF_WH_THETA = 7  # steadiness threshold on (max - min) / mean of the window's rate samples
 CF_LEN = 8
 
 # --- mutable scalars (st) ----------------------------------------------------------------------
@@ -215,7 +235,35 @@ ST_ECN_MARKS = 15
 ST_PAUSES = 16
 ST_TIMEOUTS = 17
 ST_MRG = 18  # 6 entries: MRG32k3a state of the next ns-3 stream
-ST_LEN = 24
+ST_WH_SEQ = 24  # wormhole events take seqs above all packet events' (WH_SEQ_BASE + n), so that
+#                 they never reorder the packet simulation's own same-nanosecond events
+ST_WH_FF = 25  # fast-forwards
+ST_WH_SKIPBACK = 26  # fast-forwards cut short by a flow arriving on their partition
+ST_WH_SKIPPED_NS = 27  # partition-nanoseconds jumped over
+ST_WH_EV_SKIPPED = 28  # packet events the credited bytes would have taken (estimate)
+ST_WH_NPARTS = 29  # partitions now
+ST_WH_PARTS_MAX = 30
+ST_WH_NLIVE = 31  # partitions being simulated (the others are frozen)
+ST_WH_FREE = 32  # head of the free list of partition rows
+ST_WH_SPLITS = 33
+ST_WH_MERGES = 34
+ST_WH_EVENTS = 35  # SAMPLE and THAW events (counted in ST_EVENTS too)
+ST_LEN = 40
+
+# --- wormhole partitions: wp int64[K, WP_LEN]; live list wl int64[K]; sample ring sr float64[F, l]
+WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)
+WP_NFLOWS = 1
+WP_FLOWS = 2  # head of its flow list
+WP_NPORTS = 3
+WP_PORTS = 4  # head of its port list
+WP_T0 = 5  # frozen: when the jump began
+WP_PLAN = 6  # frozen: when it is planned to end (a flow reaching its tail)
+WP_LIVEPOS = 7  # position in wl while live
+WP_NEXT_FREE = 8
+WP_CAP = 9  # longest jump allowed next: doubles each time a jump's rates are confirmed
+WP_FRESH = 10  # 1 if its flows changed since its last jump
+WP_LEN = 11
+WH_SEQ_BASE = 1 << 60
 
 # --- kernel return codes -----------------------------------------------------------------------
 RUN_DONE = 0  # no events left, or the stop time was reached

@@ -15,6 +15,8 @@ from ..topology.routing import node_to_ip
 from ..workload.flowfile import FlowSet
 from . import layout as L
 from .build import build, grow_packets
+from .fastforward import FastForward
+from .fastforward import counters as wormhole_counters
 from .core import run as _run
 
 SLICE_EVENTS = 1_000_000  # events per kernel call: progress granularity (~0.5 s)
@@ -37,8 +39,9 @@ class Result:
 
 
 def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, progress: bool = False,
-             on_slice=None) -> Result:
-    """Run the full packet-level simulation of ``flows`` on ``topo`` with ``cfg``.
+             on_slice=None, fast_forward: FastForward | None = None) -> Result:
+    """Run the packet-level simulation of ``flows`` on ``topo`` with ``cfg``: in full, or with
+    steady partitions fast-forwarded (wormhole mode) when ``fast_forward`` is given.
 
     Parameters
     ----------
@@ -51,10 +54,12 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         Show a progress bar on stderr (it appears only if the run lasts more than 2 s).
     on_slice : callable, optional
         Called with the engine state after every slice of events (a million or so).
+    fast_forward : FastForward, optional
+        Wormhole mode and its options (``engine/fastforward.py``); ``None`` simulates in full.
     """
     t0 = time.perf_counter()
     flows.validate(topo)
-    state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes)
+    state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward)
     t_built = time.perf_counter()
     st = state.st
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
@@ -116,7 +121,10 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         "packets_alive_at_end": int(st[L.ST_PKTS_ALIVE]),
         "wall_seconds": wall,
         "setup_seconds": t_built - t0,
+        "mode": "full" if plan.fast_forward is None else "wormhole",
     }
+    if plan.fast_forward is not None:
+        counters["wormhole"] = {**wormhole_counters(st), "options": plan.fast_forward.as_dict()}
     return Result(flows=df, pfc=pfc, counters=counters)
 
 

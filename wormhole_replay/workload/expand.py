@@ -10,6 +10,9 @@ Units, expanded in dependency order:
   (``workload.collectives``: ring, or the double binary tree for an all-reduce whose ``algo`` is
   ``tree``, direct all-to-all); rank r's first send waits for rank r's own dependencies and for its
   receiver's.  Rank r's op is done when r has received its last chunk and its last send arrived.
+  Collectives of one group run one at a time, in the order each rank issues them: NCCL runs a
+  communicator's operations on one stream, so a rank's next collective on a group waits for its
+  previous one there (DDP's gradient buckets, for instance, are reduced one after another).
 
 A transfer between two GPUs of one server becomes a virtual flow over the intra-server link
 (``meta['intra_server']``: ``bw_bps``, ``latency_ns``; default 2880 Gb/s and 25 ns, the NVLink
@@ -88,6 +91,18 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
             sends[(r.rank, r.peer)].append(r.op_id)
         else:
             recvs[(r.peer, r.rank)].append(r.op_id)
+    # stream order: a rank's collective on a group also waits for its previous one on that group
+    stream_prev = {}
+    for by_rank in per_group.values():
+        for seq in by_rank.values():
+            for prev, op_id in zip(seq, seq[1:]):
+                stream_prev[op_id] = prev
+
+    def deps_of(op_id):
+        d = list(recs[idx[op_id]].deps)
+        prev = stream_prev.get(op_id)
+        return d + [prev] if prev is not None and prev not in d else d
+
     groups = trace.meta.get("groups", {})
     for g, by_rank in per_group.items():
         members = groups[g]
@@ -118,7 +133,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     for kind, members in units:
         d = set()
         for m in members:
-            for x in recs[idx[m]].deps:
+            for x in deps_of(m):
                 if x not in unit_of:
                     raise InputError(f"trace: op {m} depends on op {x}, which is outside the replayed iterations")
                 if unit_of[x] != unit_of[m]:
@@ -137,7 +152,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     exits = {}  # op id -> flow ids that finish it
 
     def after(op_id):
-        return [f for x in recs[idx[op_id]].deps for f in exits[x]]
+        return [f for x in deps_of(op_id) for f in exits[x]]
 
     def add_transfer(ra, rb, size, deps, meta_row):
         a, b = int(node_of_rank[ra]), int(node_of_rank[rb])

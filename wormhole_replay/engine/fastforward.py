@@ -1,0 +1,97 @@
+"""Options of wormhole mode (steady-state fast-forwarding) and their defaults.
+
+The paper (Wormhole, NSDI '26) samples every flow's rate each 1 us and calls a flow steady when
+``(max - min) / mean`` of its last ``l = 2000`` samples is below ``theta = 5%``; it asks that the
+window cover at least one period of the congestion control's own oscillation, and theta sit just
+above its amplitude.  The defaults here follow that rule from the network actually simulated:
+
+* ``window``: the CC's period, and never less than 32 base RTTs.  DCQCN raises its rate on the
+  rate-increase timer (``RP_TIMER``, 300 us in the ``run.py`` presets) and its sawtooth repeats on
+  that timer, so the window is one ``RP_TIMER``; HPCC and DCTCP update once per RTT, so 32 RTTs
+  hold 32 updates.
+* ``samples`` (``l``): 16 per window, so ``interval = window / 16``: long enough that one packet
+  more or less in a sample is a few percent of a flow's rate (the detector allows one packet of
+  resolution per sample), short enough that a 16-sample window still sees the sawtooth.
+* ``theta``: 5%, the paper's value (its sensitivity study: 3-7% give the same error).
+* ``tail``: the last 4 base RTTs of a flow (plus its bytes in flight and two packets) are always
+  simulated packet by packet, so its completion, the ACK clocking at its end and what it releases
+  are never extrapolated.
+* ``min_jump``: two sample intervals; a shorter jump costs more bookkeeping than it saves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from . import layout as L
+
+
+WINDOW_RP_TIMERS = 4  # DCQCN: the window spans this many rate-increase periods
+WINDOW_RTTS = 128  # HPCC, DCTCP: ... this many base RTTs
+FIRST_JUMP_WINDOWS = 4  # the first jump after a change spans at most this many windows
+
+
+@dataclass(frozen=True)
+class FastForward:
+    """Wormhole-mode settings; ``None`` fields take the defaults derived by ``resolve``."""
+
+    theta: float = 0.05
+    samples: int = 16
+    window_ns: int | None = None
+    tail_ns: int | None = None
+    min_jump_ns: int | None = None
+    first_jump_ns: int | None = None
+
+    @property
+    def interval_ns(self) -> int:
+        return max(self.window_ns // self.samples, 1)
+
+    def resolve(self, cc_mode: int, rp_timer_us: float, base_rtt_ns: int) -> "FastForward":
+        """Fill the unset fields from the CC's period and the network's base RTT."""
+        if not 0.0 < self.theta < 1.0:
+            raise InputError(f"fast-forward theta must be in (0, 1), not {self.theta}")
+        if not 2 <= self.samples <= 4096:
+            raise InputError(f"fast-forward samples must be in 2..4096, not {self.samples}")
+        rtt = max(int(base_rtt_ns), 1000)
+        window = self.window_ns
+        if window is None:
+            window = WINDOW_RP_TIMERS * int(rp_timer_us * 1000) if cc_mode == 1 else WINDOW_RTTS * rtt
+        if window < self.samples:
+            raise InputError(f"fast-forward window must be at least one ns per sample, not {window} ns")
+        tail = self.tail_ns if self.tail_ns is not None else 4 * rtt
+        min_jump = self.min_jump_ns if self.min_jump_ns is not None else window // 4
+        first = self.first_jump_ns if self.first_jump_ns is not None else FIRST_JUMP_WINDOWS * window
+        if tail < 0 or min_jump < 0 or first <= 0:
+            raise InputError("fast-forward tail and min-jump must not be negative, the first jump must be positive")
+        return FastForward(self.theta, self.samples, int(window), int(tail), int(min_jump), int(first))
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "interval_ns": self.interval_ns if self.window_ns else None}
+
+
+def apply(ci: np.ndarray, cf: np.ndarray, ff: FastForward) -> None:
+    """Write resolved options into the engine's configuration arrays."""
+    ci[L.CI_WH] = 1
+    ci[L.CI_WH_TAU] = ff.interval_ns
+    ci[L.CI_WH_L] = ff.samples
+    ci[L.CI_WH_TAIL] = ff.tail_ns
+    ci[L.CI_WH_MIN_JUMP] = ff.min_jump_ns
+    ci[L.CI_WH_CAP] = ff.first_jump_ns
+    cf[L.CF_WH_THETA] = ff.theta
+
+
+def counters(st: np.ndarray) -> dict:
+    """The summary's ``wormhole`` block."""
+    return {
+        "fast_forwards": int(st[L.ST_WH_FF]),
+        "skip_backs": int(st[L.ST_WH_SKIPBACK]),
+        "skipped_ns": int(st[L.ST_WH_SKIPPED_NS]),
+        "events_skipped_estimate": int(st[L.ST_WH_EV_SKIPPED]),
+        "partitions_max": int(st[L.ST_WH_PARTS_MAX]),
+        "merges": int(st[L.ST_WH_MERGES]),
+        "splits": int(st[L.ST_WH_SPLITS]),
+        "bookkeeping_events": int(st[L.ST_WH_EVENTS]),
+    }

@@ -1,0 +1,543 @@
+"""Wormhole fast-forwarding inside the event loop (Numba): port-level partitions, steady-state
+detection and jumps.  Knows nothing of files, SQL or the command line.
+
+**Partitions.**  Every active network flow crosses a set of links: its data path, its ACK path,
+and the reverse direction of each (PFC frames travel against the data).  Flows that share a link
+are in one partition: the connected components of the flow-link graph, kept incrementally.  A
+starting flow opens a partition, joins one or merges several (``flow_started``); a finishing flow
+leaves its partition, which is split if it fell apart (``flow_finished``, a union-find over the
+partition's ports).  A host's NIC carries its flows' data and its incoming flows' ACKs, so every
+flow that touches a host is in that host's partition.
+
+**Steadiness.**  Every ``tau`` ns (``SAMPLE`` event) each flow of every live partition is sampled:
+its delivered rate over the last interval (acknowledged payload bytes x 8 / tau).  A flow is steady
+when ``(max - min) / mean`` of its last ``l`` samples is below ``theta``, after allowing one packet
+per sample of measurement resolution (a sample counts whole packets); a partition is steady when all
+its flows are.  Delivered rate rather than the CC's rate variable: DCQCN's rate variable saws up
+and down by design while the throughput it yields is flat, and delivered rate is what the flow's
+completion time depends on.  The window restarts whenever the partition's flows change.
+
+**Jumps.**  A steady partition is frozen: its pending events (transmissions, link arrivals, NIC
+wake-ups, CC timers) are parked, its ports stop sending, and its buffers keep their occupancy, so
+the shared buffer other partitions see does not change.  It thaws at the planned end of the jump
+(the first of its flows reaching its tail: the bytes still in flight, two packets and ``tail`` ns
+at its steady rate, which are then simulated packet by packet), or earlier when a flow arrives on
+one of its links: the paper's skip-back, here free, since the parked events are released only at
+thaw, shifted by the jump actually taken ``J``.  At thaw each flow is credited ``rate x J`` bytes
+(whole packets, never more than its links carry) by shifting every sequence number of the flow:
+sender, receiver and the packets in flight, as if the bytes had been sent before the first
+unacknowledged one.  Times kept by the partition (ports' busy-until, packets' arrival, pacing,
+HPCC's INT timestamps) shift by ``J``, so the CC resumes where it left off.
+
+Wormhole events draw sequence numbers above all packet events (``slots.wh_seq``): until the first
+jump a wormhole run is the full simulation, bit for bit.
+"""
+
+import numpy as np
+from numba import njit
+
+from .layout import *  # noqa: F403  (column and index constants)
+from .queue import QN_SEQ, QN_TIME, QN_WHERE, q_remove, q_set
+from .slots import kick, qp_slot, sample_slot, wake_slot, wh_seq
+
+PARKED = -2  # QN_WHERE of an event held while its partition is frozen
+NEVER = 1 << 62
+T_TIMERS = 4  # a flow's QP slots 0..3 are its CC and retransmission timers
+INT_TIME_MOD = 1 << 24
+
+
+# ------------------------------------------------------------------ small helpers -------------
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _ports_end(ft, paths, f):
+    """End of flow f's ports in ``paths`` (data path, then ACK path)."""
+    return ft[f + 1, FT_DPATH] if f + 1 < ft.shape[0] else paths.shape[0]
+
+
+@njit(cache=True, _nrt=False)
+def _park(qn, qw, qm, hs, hpos, slot):
+    if qn[slot, QN_WHERE] >= 0:
+        q_remove(qn, qw, qm, hs, hpos, slot)
+        qn[slot, QN_WHERE] = PARKED
+
+
+@njit(cache=True, _nrt=False)
+def _unpark(qn, qw, qm, hs, hpos, slot, shift):
+    if qn[slot, QN_WHERE] == PARKED:
+        qn[slot, QN_WHERE] = -1
+        q_set(qn, qw, qm, hs, hpos, slot, qn[slot, QN_TIME] + shift, qn[slot, QN_SEQ])
+
+
+@njit(cache=True, _nrt=False)
+def _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, n_flows):
+    s = sample_slot(ci, n_flows)
+    if qn[s, QN_WHERE] < 0 and st[ST_WH_NLIVE] > 0:
+        tau = ci[CI_WH_TAU]
+        q_set(qn, qw, qm, hs, hpos, s, (st[ST_NOW] // tau + 1) * tau, wh_seq(st))
+
+
+# ------------------------------------------------------------------ partition bookkeeping ------
+
+
+@njit(cache=True, _nrt=False)
+def _live_add(wp, wl, st, k):
+    n = st[ST_WH_NLIVE]
+    wl[n] = k
+    wp[k, WP_LIVEPOS] = n
+    st[ST_WH_NLIVE] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _live_remove(wp, wl, st, k):
+    n = st[ST_WH_NLIVE] - 1
+    i = wp[k, WP_LIVEPOS]
+    last = wl[n]
+    wl[i] = last
+    wp[last, WP_LIVEPOS] = i
+    wp[k, WP_LIVEPOS] = -1
+    st[ST_WH_NLIVE] = n
+
+
+@njit(cache=True, _nrt=False)
+def _part_new(wp, wl, st):
+    k = st[ST_WH_FREE]
+    st[ST_WH_FREE] = wp[k, WP_NEXT_FREE]
+    wp[k, WP_STATE] = 1
+    wp[k, WP_NFLOWS] = 0
+    wp[k, WP_FLOWS] = -1
+    wp[k, WP_NPORTS] = 0
+    wp[k, WP_PORTS] = -1
+    wp[k, WP_NEXT_FREE] = -1
+    wp[k, WP_FRESH] = 1
+    _live_add(wp, wl, st, k)
+    st[ST_WH_NPARTS] += 1
+    if st[ST_WH_NPARTS] > st[ST_WH_PARTS_MAX]:
+        st[ST_WH_PARTS_MAX] = st[ST_WH_NPARTS]
+    return k
+
+
+@njit(cache=True, _nrt=False)
+def _part_free(wp, wl, st, k):
+    if wp[k, WP_STATE] == 1:
+        _live_remove(wp, wl, st, k)
+    wp[k, WP_STATE] = 0
+    wp[k, WP_NEXT_FREE] = st[ST_WH_FREE]
+    st[ST_WH_FREE] = k
+    st[ST_WH_NPARTS] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def _flow_link(wp, ft, k, f):
+    h = wp[k, WP_FLOWS]
+    ft[f, FT_PART] = k
+    ft[f, FT_PPREV] = -1
+    ft[f, FT_PNEXT] = h
+    if h >= 0:
+        ft[h, FT_PPREV] = f
+    wp[k, WP_FLOWS] = f
+    wp[k, WP_NFLOWS] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _flow_unlink(wp, ft, f):
+    k = ft[f, FT_PART]
+    nx = ft[f, FT_PNEXT]
+    pv = ft[f, FT_PPREV]
+    if pv >= 0:
+        ft[pv, FT_PNEXT] = nx
+    else:
+        wp[k, WP_FLOWS] = nx
+    if nx >= 0:
+        ft[nx, FT_PPREV] = pv
+    ft[f, FT_PART] = -1
+    wp[k, WP_NFLOWS] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def _port_link(wp, pt, k, p):
+    h = wp[k, WP_PORTS]
+    pt[p, PT_PART] = k
+    pt[p, PT_PPREV] = -1
+    pt[p, PT_PNEXT] = h
+    if h >= 0:
+        pt[h, PT_PPREV] = p
+    wp[k, WP_PORTS] = p
+    wp[k, WP_NPORTS] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _port_unlink(wp, pt, p):
+    k = pt[p, PT_PART]
+    nx = pt[p, PT_PNEXT]
+    pv = pt[p, PT_PPREV]
+    if pv >= 0:
+        pt[pv, PT_PNEXT] = nx
+    else:
+        wp[k, WP_PORTS] = nx
+    if nx >= 0:
+        pt[nx, PT_PPREV] = pv
+    pt[p, PT_PART] = -1
+    wp[k, WP_NPORTS] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def _restart_windows(wp, ft, k):
+    """The partition's flows changed: every flow's steadiness window starts again."""
+    wp[k, WP_FRESH] = 1
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        ft[f, FT_NSAMP] = 0
+        f = ft[f, FT_PNEXT]
+
+
+@njit(cache=True, _nrt=False)
+def _merge(wp, wl, pt, ft, st, into, other):
+    """Move every flow and port of partition ``other`` into ``into``."""
+    f = wp[other, WP_FLOWS]
+    while f >= 0:
+        nx = ft[f, FT_PNEXT]
+        _flow_link(wp, ft, into, f)
+        f = nx
+    p = wp[other, WP_PORTS]
+    while p >= 0:
+        nx = pt[p, PT_PNEXT]
+        _port_link(wp, pt, into, p)
+        p = nx
+    wp[other, WP_FLOWS] = -1
+    wp[other, WP_PORTS] = -1
+    _part_free(wp, wl, st, other)
+    st[ST_WH_MERGES] += 1
+
+
+# ------------------------------------------------------------------ freeze and thaw ------------
+
+
+@njit(cache=True, _nrt=False)
+def _shift_packet(ft, pk, ci, k, i, shift):
+    """A packet held in a frozen partition: its flow's credited bytes move its sequence number,
+    and HPCC's INT timestamps move with the partition's clock."""
+    f = pk[i, PK_FLOW]
+    if f < 0 or ft[f, FT_PART] != k:
+        return
+    pk[i, PK_SEQ] += ft[f, FT_CREDIT]
+    if pk.shape[1] > PK_LEN:
+        for h in range(min(pk[i, PK_NHOP], MAXHOP)):
+            w = pk[i, PK_INT + h]
+            t = w & (INT_TIME_MOD - 1)
+            pk[i, PK_INT + h] = w - t + (t + shift) % INT_TIME_MOD
+
+
+@njit(cache=True, _nrt=False)
+def _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
+    """Freeze steady partition k until its first flow reaches its tail; False if that is too soon."""
+    now = st[ST_NOW]
+    n_ports = ci[CI_N_PORTS]
+    payload = ci[CI_PAYLOAD]
+    wire = (payload + ci[CI_DATA_HDR]) / payload
+    l = ci[CI_WH_L]
+    # steady rates: the window's mean delivered rate, scaled so that no link carries more than its rate
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        wsf[p] = 0.0
+        p = pt[p, PT_PNEXT]
+    confirmed = wp[k, WP_FRESH] == 0  # same flows as the last jump: do their rates still hold?
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        s = 0.0
+        for j in range(l):
+            s += sr[f, j]
+        r = s / l
+        prev = ff[f, FF_STEADY]
+        if prev <= 0.0 or abs(r - prev) > 0.5 * cf[CF_WH_THETA] * prev:
+            confirmed = False
+        ff[f, FF_STEADY] = r
+        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+            wsf[paths[j]] += r * wire
+        f = ft[f, FT_PNEXT]
+    # extrapolate no further than the rates have proven to hold: the first jump after a change is
+    # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one
+    cap = 2 * wp[k, WP_CAP] if confirmed else ci[CI_WH_CAP]
+    if cap > NEVER // 4:
+        cap = NEVER // 4
+    jump = NEVER
+    tail = ci[CI_WH_TAIL]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        scale = 1.0
+        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+            load = wsf[paths[j]]
+            rate = float(pt[paths[j], PT_RATE])
+            if load > rate and rate / load < scale:
+                scale = rate / load
+        r = ff[f, FF_STEADY] * scale
+        ff[f, FF_STEADY] = r
+        una = ft[f, FT_SND_UNA]
+        margin = (ft[f, FT_SND_NXT] - una) + 2 * payload + r * tail / 8e9
+        left = ft[f, FT_SIZE] - una - margin
+        if r <= 0.0 or left <= 0.0:
+            return False
+        j_f = np.int64(left * 8e9 / r)
+        if j_f < jump:
+            jump = j_f
+        f = ft[f, FT_PNEXT]
+    if jump < ci[CI_WH_MIN_JUMP]:
+        return False
+    if jump > cap:
+        jump = cap
+    wp[k, WP_CAP] = cap
+    wp[k, WP_FRESH] = 0
+    n_flows = ft.shape[0]
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        _park(qn, qw, qm, hs, hpos, p)
+        _park(qn, qw, qm, hs, hpos, n_ports + p)
+        if pt[p, PT_IS_HOST] != 0:
+            _park(qn, qw, qm, hs, hpos, wake_slot(ci, nt[pt[p, PT_NODE], NT_HOST]))
+        pt[p, PT_FROZEN] = 1
+        p = pt[p, PT_PNEXT]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        for t in range(T_TIMERS):
+            _park(qn, qw, qm, hs, hpos, qp_slot(ci, f, t))
+        f = ft[f, FT_PNEXT]
+    _live_remove(wp, wl, st, k)
+    wp[k, WP_STATE] = 2
+    wp[k, WP_T0] = now
+    wp[k, WP_PLAN] = now + jump
+    q_set(qn, qw, qm, hs, hpos, sample_slot(ci, n_flows) + 1 + k, now + jump, wh_seq(st))
+    st[ST_WH_FF] += 1
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k):
+    """End partition k's jump now: credit its flows, shift its times, release its events."""
+    now = st[ST_NOW]
+    shift = now - wp[k, WP_T0]
+    n_ports = ci[CI_N_PORTS]
+    n_flows = ft.shape[0]
+    payload = ci[CI_PAYLOAD]
+    if now < wp[k, WP_PLAN]:
+        st[ST_WH_SKIPBACK] += 1
+    q_remove(qn, qw, qm, hs, hpos, sample_slot(ci, n_flows) + 1 + k)
+    hpcc = fh.shape[0] == n_flows and pk.shape[1] > PK_LEN
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        b = np.int64(ff[f, FF_STEADY] * shift / 8e9) // payload * payload
+        room = ft[f, FT_SIZE] - ft[f, FT_SND_NXT] - payload
+        if b > room:
+            b = room if room > 0 else 0
+        ft[f, FT_CREDIT] = b
+        ft[f, FT_SKIPPED] += b
+        for col in (FT_SND_NXT, FT_SND_UNA, FT_RX_EXPECTED, FT_BYTES_RX, FT_RX_LAST_NACK):
+            ft[f, col] += b
+        if ft[f, FT_LAST_UPD] > 0:
+            ft[f, FT_LAST_UPD] += b
+        if ft[f, FT_HIGH_SEQ] > 0:
+            ft[f, FT_HIGH_SEQ] += b
+        ft[f, FT_PKTS_SENT] += b // payload
+        ft[f, FT_NEXT_AVAIL] += shift
+        if ft[f, FT_RX_NACK_TIMER] >= wp[k, WP_T0]:
+            ft[f, FT_RX_NACK_TIMER] += shift
+        if hpcc:
+            for j in range(MAXHOP):
+                w = fh[f, FH_INT + j]
+                t = w & (INT_TIME_MOD - 1)
+                fh[f, FH_INT + j] = w - t + (t + shift) % INT_TIME_MOD
+        # every packet of the flow crosses each port of its two paths once
+        st[ST_WH_EV_SKIPPED] += (b // payload) * 2 * (_ports_end(ft, paths, f) - ft[f, FT_DPATH])
+        ft[f, FT_NSAMP] = 0
+        f = ft[f, FT_PNEXT]
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        for q in range(NQ):
+            i = qt[p * NQ + q, QT_HEAD]
+            while i >= 0:
+                _shift_packet(ft, pk, ci, k, i, shift)
+                i = pk[i, PK_NEXT]
+        i = pt[p, PT_LN_HEAD]
+        while i >= 0:
+            _shift_packet(ft, pk, ci, k, i, shift)
+            pk[i, PK_ARRIVE] += shift
+            i = pk[i, PK_NEXT]
+        pt[p, PT_BUSY_UNTIL] += shift
+        pt[p, PT_FROZEN] = 0
+        _unpark(qn, qw, qm, hs, hpos, p, shift)
+        _unpark(qn, qw, qm, hs, hpos, n_ports + p, shift)
+        if pt[p, PT_IS_HOST] != 0:
+            _unpark(qn, qw, qm, hs, hpos, wake_slot(ci, nt[pt[p, PT_NODE], NT_HOST]), shift)
+        kick(pt, kick_fifo, st, p)
+        p = pt[p, PT_PNEXT]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        for t in range(T_TIMERS):
+            _unpark(qn, qw, qm, hs, hpos, qp_slot(ci, f, t), shift)
+        f = ft[f, FT_PNEXT]
+    wp[k, WP_STATE] = 1
+    _live_add(wp, wl, st, k)
+    st[ST_WH_SKIPPED_NS] += shift
+    _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, n_flows)
+
+
+# ------------------------------------------------------------------ flows join and leave -------
+
+
+@njit(cache=True, _nrt=False)
+def flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, f):
+    """Network flow f is about to start: thaw the frozen partitions it arrives on (skip-back),
+    then join, merge or open a partition."""
+    end = _ports_end(ft, paths, f)
+    into = -1
+    for j in range(ft[f, FT_DPATH], end):
+        for p in (paths[j], pt[paths[j], PT_PEER]):
+            k = pt[p, PT_PART]
+            if k < 0:
+                continue
+            if wp[k, WP_STATE] == 2:
+                thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k)
+            if into < 0 or wp[k, WP_NFLOWS] > wp[into, WP_NFLOWS]:
+                into = k
+    if into < 0:
+        into = _part_new(wp, wl, st)
+    for j in range(ft[f, FT_DPATH], end):
+        for p in (paths[j], pt[paths[j], PT_PEER]):
+            k = pt[p, PT_PART]
+            if k >= 0 and k != into:
+                _merge(wp, wl, pt, ft, st, into, k)
+    _flow_link(wp, ft, into, f)
+    for j in range(ft[f, FT_DPATH], end):
+        for p in (paths[j], pt[paths[j], PT_PEER]):
+            if pt[p, PT_PART] < 0:
+                _port_link(wp, pt, into, p)
+            pt[p, PT_NUSE] += 1
+    _restart_windows(wp, ft, into)
+    _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, ft.shape[0])
+
+
+@njit(cache=True, _nrt=False)
+def _find(uf, x):
+    while uf[x] != x:
+        uf[x] = uf[uf[x]]
+        x = uf[x]
+    return x
+
+
+@njit(cache=True, _nrt=False)
+def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f):
+    """Network flow f completed: leave its partition, which may split."""
+    k = ft[f, FT_PART]
+    if k < 0:
+        return
+    _flow_unlink(wp, ft, f)
+    end = _ports_end(ft, paths, f)
+    for j in range(ft[f, FT_DPATH], end):
+        for p in (paths[j], pt[paths[j], PT_PEER]):
+            pt[p, PT_NUSE] -= 1
+            if pt[p, PT_NUSE] == 0:
+                _port_unlink(wp, pt, p)
+    if wp[k, WP_NFLOWS] == 0:
+        _part_free(wp, wl, st, k)
+        return
+    _restart_windows(wp, ft, k)
+    # union-find over the remaining flows' ports (wsi[:P]), one root per component
+    n_ports = ci[CI_N_PORTS]
+    uf = wsi[:n_ports]
+    part_of_root = wsi[n_ports:2 * n_ports]
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        uf[p] = p
+        part_of_root[p] = -1
+        p = pt[p, PT_PNEXT]
+    g = wp[k, WP_FLOWS]
+    while g >= 0:
+        r0 = _find(uf, paths[ft[g, FT_DPATH]])
+        for j in range(ft[g, FT_DPATH], _ports_end(ft, paths, g)):
+            for p in (paths[j], pt[paths[j], PT_PEER]):
+                r = _find(uf, p)
+                if r != r0:
+                    uf[r] = r0
+        g = ft[g, FT_PNEXT]
+    first = _find(uf, paths[ft[wp[k, WP_FLOWS], FT_DPATH]])
+    part_of_root[first] = k
+    # move the flows and ports of every other component into a partition of its own
+    g = wp[k, WP_FLOWS]
+    while g >= 0:
+        nx = ft[g, FT_PNEXT]
+        r = _find(uf, paths[ft[g, FT_DPATH]])
+        if part_of_root[r] < 0:
+            part_of_root[r] = _part_new(wp, wl, st)
+            st[ST_WH_SPLITS] += 1
+        if part_of_root[r] != k:
+            _flow_unlink(wp, ft, g)
+            _flow_link(wp, ft, part_of_root[r], g)
+        g = nx
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        nx = pt[p, PT_PNEXT]
+        r = _find(uf, p)
+        if part_of_root[r] != k:
+            _port_unlink(wp, pt, p)
+            _port_link(wp, pt, part_of_root[r], p)
+        p = nx
+
+
+# ------------------------------------------------------------------ sampling -------------------
+
+
+@njit(cache=True, _nrt=False)
+def _flat(sr, f, oldest, l, theta, resolution):
+    """Flow f's window is steady: its samples spread less than theta of their mean (beyond one
+    packet of resolution), and its older and newer halves agree within theta / 4 (no drift: a
+    rate creeping by a few percent per window would pass the spread test, then be extrapolated
+    over a long jump)."""
+    lo = sr[f, 0]
+    hi = lo
+    s_old = 0.0
+    s_new = 0.0
+    half = l // 2
+    for j in range(l):
+        v = sr[f, (oldest + j) % l]
+        if j < half:
+            s_old += v
+        else:
+            s_new += v
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    s = s_old + s_new
+    if s <= 0.0 or hi - lo - resolution > theta * s / l:
+        return False
+    drift = abs(s_new / (l - half) - s_old / half) - resolution / half
+    return drift <= 0.25 * theta * s / l
+
+
+@njit(cache=True, _nrt=False)
+def sample(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf):
+    """The SAMPLE event: one rate sample per flow of every live partition; freeze the steady ones."""
+    tau = ci[CI_WH_TAU]
+    l = ci[CI_WH_L]
+    theta = cf[CF_WH_THETA]
+    resolution = ci[CI_PAYLOAD] * 8e9 / tau  # a sample counts whole packets
+    i = 0
+    while i < st[ST_WH_NLIVE]:
+        k = wl[i]
+        steady = True
+        f = wp[k, WP_FLOWS]
+        while f >= 0:
+            n = ft[f, FT_NSAMP]
+            una = ft[f, FT_SND_UNA]
+            if n > 0:
+                sr[f, (n - 1) % l] = (una - ft[f, FT_SAMP_UNA]) * 8e9 / tau
+            ft[f, FT_SAMP_UNA] = una
+            ft[f, FT_NSAMP] = n + 1
+            if n < l:
+                steady = False
+            elif steady:
+                steady = _flat(sr, f, n % l, l, theta, resolution)
+            f = ft[f, FT_PNEXT]
+        if steady and _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
+            continue  # k left the live list; wl[i] is now another partition
+        i += 1
+    _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, ft.shape[0])
