@@ -5,14 +5,21 @@ The paper (Wormhole, NSDI '26) samples every flow's rate each 1 us and calls a f
 window cover at least one period of the congestion control's own oscillation, and theta sit just
 above its amplitude.  The defaults here follow that rule from the network actually simulated:
 
-* ``window``: the CC's period, and never less than 32 base RTTs.  DCQCN raises its rate on the
+* ``window``: several periods of the CC's own oscillation.  DCQCN raises its rate on the
   rate-increase timer (``RP_TIMER``, 300 us in the ``run.py`` presets) and its sawtooth repeats on
-  that timer, so the window is one ``RP_TIMER``; HPCC and DCTCP update once per RTT, so 32 RTTs
-  hold 32 updates.
+  that timer: 4 ``RP_TIMER`` periods.  HPCC and DCTCP update once per RTT: 128 base RTTs.  Measured
+  (``tools/bench_wormhole.py`` and the incast cases of the reference runs): flows that share a
+  bottleneck under DCQCN or HPCC keep shifting their shares by a few percent per millisecond, which
+  a window of one RP_TIMER or 32 RTTs does not see (S1 HPCC: 10% FCT error); these windows do.
 * ``samples`` (``l``): 16 per window, so ``interval = window / 16``: long enough that one packet
   more or less in a sample is a few percent of a flow's rate (the detector allows one packet of
-  resolution per sample), short enough that a 16-sample window still sees the sawtooth.
+  resolution per sample).
 * ``theta``: 5%, the paper's value (its sensitivity study: 3-7% give the same error).
+* ``first_jump``: 16 windows.  A jump never extrapolates further than the rates have proven to
+  hold: the first one after the partition's flows change is at most this long, each later one
+  whose re-measured rates match the last within theta / 2 may be twice as long, and no jump is
+  longer than the time a rate creeping at the pace seen inside the window would take to drift by
+  theta / 10 (``wormhole.DRIFT_BUDGET``).
 * ``tail``: the last 4 base RTTs of a flow (plus its bytes in flight and two packets) are always
   simulated packet by packet, so its completion, the ACK clocking at its end and what it releases
   are never extrapolated.
@@ -31,7 +38,7 @@ from . import layout as L
 
 WINDOW_RP_TIMERS = 4  # DCQCN: the window spans this many rate-increase periods
 WINDOW_RTTS = 128  # HPCC, DCTCP: ... this many base RTTs
-FIRST_JUMP_WINDOWS = 4  # the first jump after a change spans at most this many windows
+FIRST_JUMP_WINDOWS = 16  # the first jump after a change spans at most this many windows
 
 
 @dataclass(frozen=True)

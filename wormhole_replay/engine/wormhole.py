@@ -40,6 +40,7 @@ from .layout import *  # noqa: F403  (column and index constants)
 from .queue import QN_SEQ, QN_TIME, QN_WHERE, q_remove, q_set
 from .slots import kick, qp_slot, sample_slot, wake_slot, wh_seq
 
+DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
 PARKED = -2  # QN_WHERE of an event held while its partition is frozen
 NEVER = 1 << 62
 T_TIMERS = 4  # a flow's QP slots 0..3 are its CC and retransmission timers
@@ -242,12 +243,24 @@ def _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp,
         wsf[p] = 0.0
         p = pt[p, PT_PNEXT]
     confirmed = wp[k, WP_FRESH] == 0  # same flows as the last jump: do their rates still hold?
+    half = l // 2
+    resolution = payload * 8e9 / ci[CI_WH_TAU]
+    oldest = (ft[wp[k, WP_FLOWS], FT_NSAMP] - 1) % l  # a partition's flows restart their windows together
+    drift = 0.0  # the largest relative change between a window's halves, beyond resolution
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        s = 0.0
+        s_old = 0.0
+        s_new = 0.0
         for j in range(l):
-            s += sr[f, j]
+            if j < half:
+                s_old += sr[f, (oldest + j) % l]
+            else:
+                s_new += sr[f, (oldest + j) % l]
+        s = s_old + s_new
         r = s / l
+        d = (abs(s_new / (l - half) - s_old / half) - resolution / half) / r
+        if d > drift:
+            drift = d
         prev = ff[f, FF_STEADY]
         if prev <= 0.0 or abs(r - prev) > 0.5 * cf[CF_WH_THETA] * prev:
             confirmed = False
@@ -260,6 +273,12 @@ def _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp,
     cap = 2 * wp[k, WP_CAP] if confirmed else ci[CI_WH_CAP]
     if cap > NEVER // 4:
         cap = NEVER // 4
+    # and no further than a rate still creeping at the window's pace would take to drift by
+    # DRIFT_BUDGET x theta (half a window apart, the halves differ by ``drift``)
+    if drift > 0.0:
+        limit = DRIFT_BUDGET * cf[CF_WH_THETA] * (l - half) * ci[CI_WH_TAU] / drift
+        if limit < cap:
+            cap = np.int64(limit)
     jump = NEVER
     tail = ci[CI_WH_TAIL]
     f = wp[k, WP_FLOWS]

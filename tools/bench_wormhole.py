@@ -1,0 +1,67 @@
+#!/usr/bin/env python
+"""Wormhole vs full simulation on one GPT and one MoE training iteration, in one process.
+
+Prints, per workload and CC: full and wormhole wall time, the speedup, the fraction of events
+avoided (measured: 1 - wormhole events / full events), and the per-flow FCT error (mean, p99, max)
+and iteration-time error of wormhole against full.  The iterations are sized so that the full run
+takes one to a few minutes here; expect ~10 minutes for the whole benchmark.
+
+    python tools/bench_wormhole.py [--cc hpcc] [--only gpt|moe]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from wormhole_replay.replay import replay
+from wormhole_replay.workload.generators import GPT_PRESETS, MOE_PRESETS, gpt_trace
+
+TOPOLOGY = "rail:servers=4,gpus_per_server=4"
+# 16 GPUs: TP 4 inside a server, DP 4 across servers; large gradient buckets make long ring steps
+WORKLOADS = {
+    "gpt": lambda: gpt_trace(GPT_PRESETS["gpt-13b"], 16, tp=4, bucket_mb=800, name="gpt-13b"),
+    "moe": lambda: gpt_trace(MOE_PRESETS["mixtral-8x7b"], 16, tp=4, ep=4, bucket_mb=800, name="mixtral-8x7b"),
+}
+
+
+def compare(trace, cc: str) -> dict:
+    full = replay(trace, TOPOLOGY, cc, mode="full")
+    fast = replay(trace, TOPOLOGY, cc, mode="wormhole")
+    a, b = full.flows, fast.flows
+    net = ~a["virtual"].to_numpy()
+    err = np.abs(b["fct_ns"].to_numpy()[net] - a["fct_ns"].to_numpy()[net]) / a["fct_ns"].to_numpy()[net]
+    it_a, it_b = full.iterations["duration_ns"].to_numpy(), fast.iterations["duration_ns"].to_numpy()
+    return {
+        "full_s": full.counters["wall_seconds"], "wormhole_s": fast.counters["wall_seconds"],
+        "speedup": full.counters["wall_seconds"] / fast.counters["wall_seconds"],
+        "events_avoided": 1 - fast.counters["events"] / full.counters["events"],
+        "fct_mean": err.mean(), "fct_p99": np.percentile(err, 99), "fct_max": err.max(),
+        "iteration": float(np.max(np.abs(it_b - it_a) / it_a)), "flows": int(net.sum()),
+        "fast_forwards": fast.counters["wormhole"]["fast_forwards"],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cc", default="hpcc", choices=["dcqcn", "hpcc"])
+    ap.add_argument("--only", choices=sorted(WORKLOADS))
+    a = ap.parse_args()
+    # compile the kernels first so that neither mode pays for it
+    replay(gpt_trace(GPT_PRESETS["gpt-13b"], 4, tp=4, name="warm-up"), TOPOLOGY, a.cc, mode="wormhole")
+    print(f"{'workload':10s} {'cc':6s} {'flows':>6s} {'full s':>8s} {'wormhole s':>10s} {'speedup':>8s} "
+          f"{'events avoided':>14s} {'FCT err mean':>12s} {'p99':>8s} {'max':>8s} {'iter err':>8s}")
+    for name, make in WORKLOADS.items():
+        if a.only and name != a.only:
+            continue
+        r = compare(make(), a.cc)
+        print(f"{name:10s} {a.cc:6s} {r['flows']:6d} {r['full_s']:8.1f} {r['wormhole_s']:10.1f} {r['speedup']:7.1f}x "
+              f"{r['events_avoided'] * 100:13.2f}% {r['fct_mean'] * 100:11.3f}% {r['fct_p99'] * 100:7.3f}% "
+              f"{r['fct_max'] * 100:7.3f}% {r['iteration'] * 100:7.3f}%", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
