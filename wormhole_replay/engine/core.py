@@ -929,7 +929,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                     continue
                 if wh_on:
-                    wh.flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
+                    wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
                 _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
                 _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
             if st[ST_NEXT_FLOW] < n_roots:
@@ -943,7 +943,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                 else:
                     if wh_on:
-                        wh.flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
+                        wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
                     _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
             elif k == T_RTO:
                 if ft[f, FT_STATE] == 1 and ft[f, FT_SND_UNA] < ft[f, FT_SND_NXT]:
@@ -955,9 +955,9 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                 _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k)
         elif slot == wh_sample:  # wormhole: sample rates, freeze steady partitions
             st[ST_WH_EVENTS] += 1
-            wh.sample(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf)
+            wh.sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf)
         else:  # wormhole: a frozen partition's jump ends as planned
             st[ST_WH_EVENTS] += 1
-            wh.thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, slot - wh_sample - 1)
+            wh.thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, slot - wh_sample - 1)
         if st[ST_KICK_N] > 0:
             _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)

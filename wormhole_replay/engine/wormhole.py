@@ -129,57 +129,52 @@ def _part_free(wp, wl, st, k):
 
 
 @njit(cache=True, _nrt=False)
+def _link(wp, tab, part, nxt, prv, head, count, k, x):
+    """Put row x of ``tab`` (flows or ports) at the head of partition k's list."""
+    h = wp[k, head]
+    tab[x, part] = k
+    tab[x, prv] = -1
+    tab[x, nxt] = h
+    if h >= 0:
+        tab[h, prv] = x
+    wp[k, head] = x
+    wp[k, count] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _unlink(wp, tab, part, nxt, prv, head, count, x):
+    """Take row x of ``tab`` out of its partition's list."""
+    k = tab[x, part]
+    n = tab[x, nxt]
+    pv = tab[x, prv]
+    if pv >= 0:
+        tab[pv, nxt] = n
+    else:
+        wp[k, head] = n
+    if n >= 0:
+        tab[n, prv] = pv
+    tab[x, part] = -1
+    wp[k, count] -= 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _flow_link(wp, ft, k, f):
-    h = wp[k, WP_FLOWS]
-    ft[f, FT_PART] = k
-    ft[f, FT_PPREV] = -1
-    ft[f, FT_PNEXT] = h
-    if h >= 0:
-        ft[h, FT_PPREV] = f
-    wp[k, WP_FLOWS] = f
-    wp[k, WP_NFLOWS] += 1
+    _link(wp, ft, FT_PART, FT_PNEXT, FT_PPREV, WP_FLOWS, WP_NFLOWS, k, f)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _flow_unlink(wp, ft, f):
-    k = ft[f, FT_PART]
-    nx = ft[f, FT_PNEXT]
-    pv = ft[f, FT_PPREV]
-    if pv >= 0:
-        ft[pv, FT_PNEXT] = nx
-    else:
-        wp[k, WP_FLOWS] = nx
-    if nx >= 0:
-        ft[nx, FT_PPREV] = pv
-    ft[f, FT_PART] = -1
-    wp[k, WP_NFLOWS] -= 1
+    _unlink(wp, ft, FT_PART, FT_PNEXT, FT_PPREV, WP_FLOWS, WP_NFLOWS, f)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _port_link(wp, pt, k, p):
-    h = wp[k, WP_PORTS]
-    pt[p, PT_PART] = k
-    pt[p, PT_PPREV] = -1
-    pt[p, PT_PNEXT] = h
-    if h >= 0:
-        pt[h, PT_PPREV] = p
-    wp[k, WP_PORTS] = p
-    wp[k, WP_NPORTS] += 1
+    _link(wp, pt, PT_PART, PT_PNEXT, PT_PPREV, WP_PORTS, WP_NPORTS, k, p)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _port_unlink(wp, pt, p):
-    k = pt[p, PT_PART]
-    nx = pt[p, PT_PNEXT]
-    pv = pt[p, PT_PPREV]
-    if pv >= 0:
-        pt[pv, PT_PNEXT] = nx
-    else:
-        wp[k, WP_PORTS] = nx
-    if nx >= 0:
-        pt[nx, PT_PPREV] = pv
-    pt[p, PT_PART] = -1
-    wp[k, WP_NPORTS] -= 1
+    _unlink(wp, pt, PT_PART, PT_PNEXT, PT_PPREV, WP_PORTS, WP_NPORTS, p)
 
 
 @njit(cache=True, _nrt=False)
@@ -230,7 +225,7 @@ def _shift_packet(ft, pk, ci, k, i, shift):
 
 
 @njit(cache=True, _nrt=False)
-def _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
+def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
     """Freeze steady partition k until its first flow reaches its tail; False if that is too soon."""
     now = st[ST_NOW]
     n_ports = ci[CI_N_PORTS]
@@ -249,16 +244,9 @@ def _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp,
     drift = 0.0  # the largest relative change between a window's halves, beyond resolution
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        s_old = 0.0
-        s_new = 0.0
-        for j in range(l):
-            if j < half:
-                s_old += sr[f, (oldest + j) % l]
-            else:
-                s_new += sr[f, (oldest + j) % l]
-        s = s_old + s_new
-        r = s / l
-        d = (abs(s_new / (l - half) - s_old / half) - resolution / half) / r
+        s_old, s_new, lo, hi = _window(sr, f, oldest, l)
+        r = (s_old + s_new) / l
+        d = _half_change(s_old, s_new, l, resolution) / r
         if d > drift:
             drift = d
         prev = ff[f, FF_STEADY]
@@ -330,7 +318,7 @@ def _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp,
 
 
 @njit(cache=True, _nrt=False)
-def thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k):
+def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k):
     """End partition k's jump now: credit its flows, shift its times, release its events."""
     now = st[ST_NOW]
     shift = now - wp[k, WP_T0]
@@ -403,7 +391,7 @@ def thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos,
 
 
 @njit(cache=True, _nrt=False)
-def flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, f):
+def flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, f):
     """Network flow f is about to start: thaw the frozen partitions it arrives on (skip-back),
     then join, merge or open a partition."""
     end = _ports_end(ft, paths, f)
@@ -414,7 +402,7 @@ def flow_started(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, h
             if k < 0:
                 continue
             if wp[k, WP_STATE] == 2:
-                thaw(pt, qt, nt, ht, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k)
+                thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k)
             if into < 0 or wp[k, WP_NFLOWS] > wp[into, WP_NFLOWS]:
                 into = k
     if into < 0:
@@ -505,35 +493,45 @@ def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f):
 
 
 @njit(cache=True, _nrt=False)
+def _window(sr, f, oldest, l):
+    """Flow f's window of samples, oldest first: sums of its older and newer halves, min, max."""
+    lo = sr[f, oldest]
+    hi = lo
+    s_old = 0.0
+    s_new = 0.0
+    for j in range(l):
+        v = sr[f, (oldest + j) % l]
+        if j < l // 2:
+            s_old += v
+        else:
+            s_new += v
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return s_old, s_new, lo, hi
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _half_change(s_old, s_new, l, resolution):
+    """How far the newer half's mean rate is from the older half's, beyond one packet per sample."""
+    half = l // 2
+    return abs(s_new / (l - half) - s_old / half) - resolution / half
+
+
+@njit(cache=True, _nrt=False)
 def _flat(sr, f, oldest, l, theta, resolution):
     """Flow f's window is steady: its samples spread less than theta of their mean (beyond one
     packet of resolution), and its older and newer halves agree within theta / 4 (no drift: a
     rate creeping by a few percent per window would pass the spread test, then be extrapolated
     over a long jump)."""
-    lo = sr[f, 0]
-    hi = lo
-    s_old = 0.0
-    s_new = 0.0
-    half = l // 2
-    for j in range(l):
-        v = sr[f, (oldest + j) % l]
-        if j < half:
-            s_old += v
-        else:
-            s_new += v
-        if v < lo:
-            lo = v
-        if v > hi:
-            hi = v
+    s_old, s_new, lo, hi = _window(sr, f, oldest, l)
     s = s_old + s_new
     if s <= 0.0 or hi - lo - resolution > theta * s / l:
         return False
-    drift = abs(s_new / (l - half) - s_old / half) - resolution / half
-    return drift <= 0.25 * theta * s / l
+    return _half_change(s_old, s_new, l, resolution) <= 0.25 * theta * s / l
 
 
 @njit(cache=True, _nrt=False)
-def sample(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf):
+def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf):
     """The SAMPLE event: one rate sample per flow of every live partition; freeze the steady ones."""
     tau = ci[CI_WH_TAU]
     l = ci[CI_WH_L]
@@ -556,7 +554,7 @@ def sample(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, 
             elif steady:
                 steady = _flat(sr, f, n % l, l, theta, resolution)
             f = ft[f, FT_PNEXT]
-        if steady and _freeze(pt, qt, nt, ht, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
+        if steady and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
             continue  # k left the live list; wl[i] is now another partition
         i += 1
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, ft.shape[0])
