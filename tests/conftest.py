@@ -1,6 +1,7 @@
 """Shared fixtures: where the reference runs live, and small helpers to run the engine."""
 
 import os
+import secrets
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,28 @@ def reference_runs() -> Path:
     if d is None:
         pytest.skip("reference runs not found (../shared/reference-runs or $WORMHOLE_REFERENCE_RUNS)")
     return d
+
+
+PG_SKIP = "WORMHOLE_TEST_POSTGRES_URL is unset (see DEVELOPERS.md)"
+
+
+@pytest.fixture
+def pg_url():
+    """A Postgres URL whose search_path is a fresh schema, dropped afterwards."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    base = os.environ.get("WORMHOLE_TEST_POSTGRES_URL")
+    if not base:
+        pytest.skip(PG_SKIP)
+    schema = f"wr_test_{secrets.token_hex(6)}"
+    admin = sa.create_engine(base)
+    with admin.begin() as c:
+        c.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    try:
+        url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as c:
+            c.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        admin.dispose()

@@ -32,6 +32,9 @@ class Run:
     routes: object = None
     outputs: dict = field(default_factory=dict)  # name -> Path
     fast_forward: FastForward | None = None  # None: full packet-level simulation
+    memo_db: str | None = None  # memo database (path or URL) used in wormhole mode; None: no memo
+    memo_shared_prefixes: bool = False  # also memoize transients of flows sharing links up to a change
+    source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
 
 
 MODES = ("full", "wormhole")
@@ -105,13 +108,25 @@ def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet | N
 
 
 def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
-    """Simulate a prepared run (no files written)."""
-    return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
-                     on_slice=on_slice, fast_forward=run.fast_forward)
+    """Simulate a prepared run (no outputs written; in wormhole mode with ``run.memo_db`` the memo
+    database is read before and written after)."""
+    if run.fast_forward is None or run.memo_db is None:
+        return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
+                         on_slice=on_slice, fast_forward=run.fast_forward)
+    from .memo.memoize import Memoizer
+
+    memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes)
+    try:
+        result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
+                           on_slice=on_slice, fast_forward=run.fast_forward, memo=memo.session_for(run.topo, run.cfg))
+        result.counters["wormhole"].update(memo.finish(result.counters, run.source_digest))
+    finally:
+        memo.close()
+    return result
 
 
 def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routing=None, seq_num_bytes=None,
-             mode: str = "wormhole", fast_forward: FastForward | None = None) -> Result:
+             mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None) -> Result:
     """Packet-level simulation; returns a :class:`Result` with ``flows`` and ``pfc`` DataFrames.
 
     Parameters
@@ -130,15 +145,19 @@ def simulate(topology, flows, cc: str = "dcqcn", config=None, paths=None, routin
     mode : {"wormhole", "full"}
         Fast-forward steady partitions (``fast_forward`` options, defaults derived from the network),
         or simulate every packet.
+    memo_db : path or URL, optional
+        Wormhole mode: the memo database to take transients from and add to (none by default).
     """
     run = prepare_direct_run(topology, flows, cc, config, paths, routing, out=None, seq_num_bytes=seq_num_bytes)
     run.fast_forward = fast_forward_for(mode, fast_forward)
+    run.memo_db = None if memo_db is None else str(memo_db)
     return execute(run)
 
 
 def run_config(config, paths=None, routing=None, seq_num_bytes=None, mode: str = "wormhole",
-               fast_forward: FastForward | None = None) -> Result:
+               fast_forward: FastForward | None = None, memo_db=None) -> Result:
     """Simulate a reference-style ``config.txt`` (no files written); ``mode="full"`` as the reference would."""
     run = prepare_config_run(config, paths, routing, seq_num_bytes=seq_num_bytes)
     run.fast_forward = fast_forward_for(mode, fast_forward)
+    run.memo_db = None if memo_db is None else str(memo_db)
     return execute(run)

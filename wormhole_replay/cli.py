@@ -15,12 +15,12 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError
 from .files import write_atomic as _write_atomic
+from .memo import commands as _memo
 
 PROG = "wormhole-replay"
 
 NOT_BUILT = {
     "audit": "accelerated-vs-full audit (issue 6, Audit)",
-    "memo": "memo database maintenance (issue 5, Memo)",
 }
 
 
@@ -49,6 +49,13 @@ def _add_mode_options(p) -> None:
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 30us (4 base RTTs)")
+    m = p.add_argument_group("memo (wormhole mode)")
+    m.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
+                   "(default: memo.sqlite in the output folder)")
+    m.add_argument("--no-memo", action="store_true", help="no memo database: steady-state fast-forwarding only")
+    m.add_argument("--memo-shared-prefixes", action="store_true",
+                   help="also memoize transients of flows sharing links that end before a steady state "
+                        "(faster, less exact: see README)")
 
 
 def _fast_forward(args):
@@ -66,6 +73,15 @@ def _fast_forward(args):
                      samples=args.ff_samples if args.ff_samples is not None else 16,
                      window_ns=window, tail_ns=tail)
     return fast_forward_for(args.mode, ff)
+
+
+def _memo_db(args, out_dir) -> str | None:
+    """The memo database a run uses: ``--memo-db``, else ``memo.sqlite`` beside the outputs."""
+    if args.mode == "full" or args.no_memo:
+        if args.memo_db and args.no_memo:
+            raise InputError("give --memo-db or --no-memo, not both")
+        return None
+    return args.memo_db or str(Path(out_dir) / "memo.sqlite")
 
 
 def _mode_summary(c: dict) -> dict:
@@ -145,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_mode_options(r)
 
+    _memo.add_parser(sub, _Parser)
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -164,6 +181,13 @@ def cmd_simulate(args) -> int:
         run = prepare_direct_run(args.topology, args.flows, args.cc, args.overrides, args.paths, args.routing,
                                  args.out or "out", args.seq_num_bytes)
     run.fast_forward = _fast_forward(args)
+    run.memo_db = _memo_db(args, run.outputs["fct"].parent)
+    run.memo_shared_prefixes = args.memo_shared_prefixes
+    if run.memo_db is not None:
+        from .memo.memoize import digest_file
+
+        source = Path(args.config).parent / run.cfg.flow_file if args.config else Path(args.flows)
+        run.source_digest = digest_file(source) if source.is_file() else None
     result = execute(run, progress=not args.quiet)
 
     from .engine.simulate import format_fct, format_pfc
@@ -284,9 +308,10 @@ def cmd_replay(args) -> int:
     except ValueError as e:
         raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
     ff = _fast_forward(args)
-    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
-                 intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff)
     out = Path(args.out)
+    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
+                 intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
+                 memo_db=_memo_db(args, out), memo_shared_prefixes=args.memo_shared_prefixes)
     paths = {"flows": out / "flows.parquet", "collectives": out / "collectives.csv",
              "iterations": out / "iterations.csv", "fct": out / "fct.txt"}
     try:
@@ -309,7 +334,8 @@ def cmd_replay(args) -> int:
         "pfc_pauses": c["pfc_pauses"],
         "iterations": [
             {"index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
-             "duration_ns": int(r.duration_ns), "wall_seconds": round(float(r.wall_seconds), 3)}
+             "duration_ns": int(r.duration_ns), "wall_seconds": round(float(r.wall_seconds), 3),
+             **({"memo_hits": int(r.memo_hits)} if "memo_hits" in res.iterations else {})}
             for r in res.iterations.itertuples()
         ],
         "outputs": {k: str(v) for k, v in paths.items()},
@@ -332,7 +358,7 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import}.get(args.command, cmd_simulate)(args)
+        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -32,12 +32,18 @@ class ReplayResult:
 
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
-           mode: str = "wormhole", fast_forward: FastForward | None = None) -> ReplayResult:
+           mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
+           memo_shared_prefixes: bool = False) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
-    ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``."""
+    ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
+    ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to."""
+    digest = None
     if not isinstance(trace, Trace):
-        trace = load_trace(trace)
+        from .memo.memoize import digest_file
+
+        path, trace = trace, load_trace(trace)
+        digest = digest_file(path)
     if intra_bw_bps is not None or intra_latency_ns is not None:
         intra = dict(trace.meta.get("intra_server") or {})
         if intra_bw_bps is not None:
@@ -51,6 +57,9 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
         trace = Trace(trace.ops, {**trace.meta, "intra_server": intra})
     run = prepare_direct_run(topology, None, cc, config=config, out=None)
     run.fast_forward = fast_forward_for(mode, fast_forward)
+    run.memo_db = None if memo_db is None else str(memo_db)
+    run.memo_shared_prefixes = memo_shared_prefixes
+    run.source_digest = digest
     flows, info = trace_to_flows(trace, run.topo, iterations)
     run.flows = flows
     n_iter = int(info["iteration"].max()) + 1 if len(info) else 0
@@ -78,4 +87,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     it["duration_ns"] = it["end_ns"] - it["start_ns"]
     walls = np.nan_to_num(done_wall, nan=result.counters["wall_seconds"])
     it["wall_seconds"] = np.diff(np.concatenate([[0.0], walls]))[: len(it)]
+    if result.memo is not None:  # hits by the iteration of the (lowest) flow they were applied to
+        hits = np.bincount(iteration_of[np.array(result.memo.hit_flows, np.int64)], minlength=n_iter)
+        it["memo_hits"] = hits[it["index"].to_numpy()]
     return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc)

@@ -60,6 +60,7 @@ class EngineState:
     sr: np.ndarray
     wsi: np.ndarray
     wsf: np.ndarray
+    ml: np.ndarray  # memo log (records of partitions that changed or froze)
 
     def args(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))
@@ -298,7 +299,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
         pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths, succ=succ,
         order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), qn=qn, qw=qw, qm=qm, hs=hs, hpos=hpos, ci=ci,
         cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
-        wp=None, wl=None, sr=None, wsi=None, wsf=None,
+        wp=None, wl=None, sr=None, wsi=None, wsf=None, ml=None,
     )
     K = max(F, 1)  # partitions never outnumber active flows
     wp = np.zeros((K, L.WP_LEN), np.int64)
@@ -314,6 +315,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     state.sr = np.zeros((F if fast_forward is not None else 1, samples), np.float64)
     state.wsi = np.zeros(2 * P + 1, np.int64)
     state.wsf = np.zeros(max(P, 1), np.float64)
+    state.ml = np.zeros((2 * F + K + 16, L.ML_LEN), np.int64)  # one event logs at most this many
     plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), base_rtt=max_rtt, fast_forward=fast_forward)
     return state, plan
 

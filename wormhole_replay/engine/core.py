@@ -857,7 +857,7 @@ def _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpo
 
 @njit(cache=True, _nrt=False)
 def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick, qn, qw, qm, hs, hpos, ci, cf, st, pfc, scr,
-        wp, wl, sr, wsi, wsf, max_events):
+        wp, wl, sr, wsi, wsf, ml, max_events):
     """Process events until none is left, the stop time passes, ``max_events`` have run, or the
     packet pool / PFC log must grow.  Returns a ``RUN_*`` code.  All state stays in the arrays,
     so a call can be resumed."""
@@ -914,7 +914,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                 f = pk[i, PK_FLOW]
                 _receive_ack(pt, nt, ht, ft, ff, fh, fhf, pk, kick, qn, qw, qm, hs, hpos, ci, cf, st, scr, i)
                 if wh_on and ft[f, FT_STATE] == 2 and ft[f, FT_PART] >= 0:
-                    wh.flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f)
+                    wh.flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, ml, f)
         elif slot < flow_slot:  # a NIC wakes up
             h = slot - 2 * n_ports
             if _port_ready(pt, qn, st, ht[h, HT_PORT]):
@@ -929,7 +929,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                     continue
                 if wh_on:
-                    wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
+                    wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, f)
                 _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
                 _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
             if st[ST_NEXT_FLOW] < n_roots:
@@ -943,7 +943,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                 else:
                     if wh_on:
-                        wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, f)
+                        wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, f)
                     _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
             elif k == T_RTO:
                 if ft[f, FT_STATE] == 1 and ft[f, FT_SND_UNA] < ft[f, FT_SND_NXT]:
@@ -955,9 +955,11 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                 _dcqcn_timer(ft, ff, qn, qw, qm, hs, hpos, ci, cf, st, f, k)
         elif slot == wh_sample:  # wormhole: sample rates, freeze steady partitions
             st[ST_WH_EVENTS] += 1
-            wh.sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf)
+            wh.sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, ml)
         else:  # wormhole: a frozen partition's jump ends as planned
             st[ST_WH_EVENTS] += 1
             wh.thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, slot - wh_sample - 1)
         if st[ST_KICK_N] > 0:
             _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
+        if st[ST_ML_N] > 0:  # partitions changed or froze: the memo looks them up before they go on
+            return RUN_MEMO

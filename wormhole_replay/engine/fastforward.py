@@ -101,4 +101,5 @@ def counters(st: np.ndarray) -> dict:
         "merges": int(st[L.ST_WH_MERGES]),
         "splits": int(st[L.ST_WH_SPLITS]),
         "bookkeeping_events": int(st[L.ST_WH_EVENTS]),
+        "memo_jumps": int(st[L.ST_WH_MEMO_JUMPS]),
     }

@@ -108,11 +108,12 @@ FT_VIRTUAL = 36  # -1: a network flow; else a duration: a compute op or an intra
 FT_PART = 37  # wormhole: partition of an active network flow, -1 otherwise
 FT_PNEXT = 38  # next / previous flow of the same partition
 FT_PPREV = 39
-FT_NSAMP = 40  # rate samples taken since the partition last changed (the first is a base point)
+FT_NSAMP = 40  # rate samples taken since the flow started or thawed (the first is a base point; ring position)
 FT_SAMP_UNA = 41  # snd_una at the previous sample
 FT_CREDIT = 42  # bytes credited by the fast-forward being applied (scratch)
 FT_SKIPPED = 43  # bytes credited by fast-forwards in all
-FT_LEN = 44
+FT_SAMP_T = 44  # ns of the flow's last rate sample
+FT_LEN = 45
 FLOW_SLOTS = 5  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, and T_START
 
 FF_MAX_RATE = 0  # NIC line rate
@@ -122,7 +123,8 @@ FF_ALPHA = 3  # DCQCN and DCTCP
 FF_CUR_RATE = 4  # HPCC
 FF_U = 5
 FF_STEADY = 6  # wormhole: the steady rate (payload bps) a fast-forward credits
-FF_LEN = 7
+FF_MEMO = 7  # memo: bytes a memoized transient credits over WP_TCONV
+FF_LEN = 8
 
 # --- HPCC per-hop state: fh int64[F or 1, FH_LEN], fhf float64[F or 1, FHF_LEN]; column + hop -----
 # An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),
@@ -202,7 +204,8 @@ CI_WH_TAU = 60  # ns between rate samples
 CI_WH_L = 61  # samples in the steadiness window
 CI_WH_TAIL = 62  # ns of a flow's end simulated packet by packet after a fast-forward
 CI_WH_MIN_JUMP = 63  # ns: shorter fast-forwards are not worth their bookkeeping
-CI_LEN = 64
+CI_MEMO = 64  # 1: log partition changes and steady states for the memo (stop with RUN_MEMO)
+CI_LEN = 65
 
 # --- float configuration (cf) ------------------------------------------------------------------
 CF_EWMA = 0
@@ -248,6 +251,8 @@ ST_WH_FREE = 32  # head of the free list of partition rows
 ST_WH_SPLITS = 33
 ST_WH_MERGES = 34
 ST_WH_EVENTS = 35  # SAMPLE and THAW events (counted in ST_EVENTS too)
+ST_ML_N = 36  # records in the memo log, handled by Python before the run resumes
+ST_WH_MEMO_JUMPS = 37  # jumps over a memoized transient
 ST_LEN = 40
 
 # --- wormhole partitions: wp int64[K, WP_LEN]; live list wl int64[K]; sample ring sr float64[F, l]
@@ -262,10 +267,24 @@ WP_LIVEPOS = 7  # position in wl while live
 WP_NEXT_FREE = 8
 WP_CAP = 9  # longest jump allowed next: doubles each time a jump's rates are confirmed
 WP_FRESH = 10  # 1 if its flows changed since its last jump
-WP_LEN = 11
+WP_GEN = 11  # bumped at every change of its flows: a memo log record is current while it matches
+WP_TCONV = 12  # frozen over a memoized transient: its length (ns); 0 for a plain steady jump
+WP_NSAMP = 13  # samples taken since its flows last changed (or it thawed): the window is full at l
+WP_LEN = 14
+
+# --- memo log: ml int64[M, ML_LEN], ST_ML_N records; written by the kernel, read by memo/session.py
+ML_KIND = 0  # ML_CHANGED or ML_STEADY
+ML_PART = 1
+ML_GEN = 2
+ML_TIME = 3
+ML_LEN = 4
+ML_CHANGED = 1  # the partition's flows changed: a transient begins (look it up)
+ML_STEADY = 2  # the partition was found steady and froze (store the transient that led here)
+ML_SAMPLED = 3  # rates were sampled (ML_PART -1): snapshot the transients being learned
 WH_SEQ_BASE = 1 << 60
 
 # --- kernel return codes -----------------------------------------------------------------------
 RUN_DONE = 0  # no events left, or the stop time was reached
 RUN_BUDGET = 1  # event budget of this call used up: call again
 RUN_GROW = 2  # packet pool or PFC log nearly full: grow and call again
+RUN_MEMO = 3  # the memo log has records: handle them and call again

@@ -36,10 +36,11 @@ class Result:
     flows: pd.DataFrame
     pfc: pd.DataFrame
     counters: dict = field(default_factory=dict)
+    memo: object = None  # the run's MemoSession when the memo was on (what it learned and used)
 
 
 def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, progress: bool = False,
-             on_slice=None, fast_forward: FastForward | None = None) -> Result:
+             on_slice=None, fast_forward: FastForward | None = None, memo=None) -> Result:
     """Run the packet-level simulation of ``flows`` on ``topo`` with ``cfg``: in full, or with
     steady partitions fast-forwarded (wormhole mode) when ``fast_forward`` is given.
 
@@ -56,12 +57,20 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         Called with the engine state after every slice of events (a million or so).
     fast_forward : FastForward, optional
         Wormhole mode and its options (``engine/fastforward.py``); ``None`` simulates in full.
+    memo : callable, optional
+        Wormhole mode only: ``memo(plan)`` gives the run's memo session (``memo/session.py``),
+        which handles the engine's ``RUN_MEMO`` stops.
     """
     t0 = time.perf_counter()
     flows.validate(topo)
     state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward)
     t_built = time.perf_counter()
     st = state.st
+    session = None
+    if memo is not None and plan.fast_forward is not None:
+        session = memo(plan)
+        state.ci[L.CI_MEMO] = 1
+    reported = 0
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
         code = _run(*state.args(), SLICE_EVENTS)
@@ -71,6 +80,11 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             if st[L.ST_NPFC] + 64 > state.pfc.shape[0]:
                 state.pfc = np.concatenate([state.pfc, np.zeros_like(state.pfc)])
             continue
+        if code == L.RUN_MEMO:
+            session.handle(state)
+            if st[L.ST_EVENTS] - reported < SLICE_EVENTS:  # report about once a slice, as without memo
+                continue
+        reported = int(st[L.ST_EVENTS])
         if on_slice is not None:
             on_slice(state)
         if progress and bar is None and time.perf_counter() - t0 > PROGRESS_AFTER:
@@ -125,7 +139,9 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     }
     if plan.fast_forward is not None:
         counters["wormhole"] = {**wormhole_counters(st), "options": plan.fast_forward.as_dict()}
-    return Result(flows=df, pfc=pfc, counters=counters)
+        if session is not None:
+            counters["wormhole"].update(session.counters)
+    return Result(flows=df, pfc=pfc, counters=counters, memo=session)
 
 
 def _progress_bar(total: int):

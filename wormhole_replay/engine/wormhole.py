@@ -38,12 +38,13 @@ from numba import njit
 
 from .layout import *  # noqa: F403  (column and index constants)
 from .queue import QN_SEQ, QN_TIME, QN_WHERE, q_remove, q_set
-from .slots import kick, qp_slot, sample_slot, wake_slot, wh_seq
+from .slots import kick, next_seq, qp_slot, sample_slot, wake_slot, wh_seq
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
 PARKED = -2  # QN_WHERE of an event held while its partition is frozen
 NEVER = 1 << 62
 T_TIMERS = 4  # a flow's QP slots 0..3 are its CC and retransmission timers
+CC_TIMERS = 3  # ... 0..2 its CC timers (DCQCN's alpha update, rate decrease, rate increase)
 INT_TIME_MOD = 1 << 24
 
 
@@ -111,6 +112,7 @@ def _part_new(wp, wl, st):
     wp[k, WP_PORTS] = -1
     wp[k, WP_NEXT_FREE] = -1
     wp[k, WP_FRESH] = 1
+    wp[k, WP_NSAMP] = 0
     _live_add(wp, wl, st, k)
     st[ST_WH_NPARTS] += 1
     if st[ST_WH_NPARTS] > st[ST_WH_PARTS_MAX]:
@@ -178,13 +180,36 @@ def _port_unlink(wp, pt, p):
 
 
 @njit(cache=True, _nrt=False)
-def _restart_windows(wp, ft, k):
+def _restart_windows(wp, k):
     """The partition's flows changed: every flow's steadiness window starts again."""
     wp[k, WP_FRESH] = 1
-    f = wp[k, WP_FLOWS]
-    while f >= 0:
-        ft[f, FT_NSAMP] = 0
-        f = ft[f, FT_PNEXT]
+    wp[k, WP_NSAMP] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _log(wp, ml, ci, st, kind, k):
+    """A memo log record for partition k (only when the memo is on)."""
+    if ci[CI_MEMO] != 0:
+        n = st[ST_ML_N]
+        ml[n, ML_KIND] = kind
+        ml[n, ML_PART] = k
+        ml[n, ML_GEN] = wp[k, WP_GEN]
+        ml[n, ML_TIME] = st[ST_NOW]
+        st[ST_ML_N] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _transient(wp, ml, ci, st, k):
+    """Partition k's flows changed: a transient begins (its current record is the last one)."""
+    wp[k, WP_GEN] += 1
+    _log(wp, ml, ci, st, ML_CHANGED, k)
+
+
+@njit(cache=True, _nrt=False)
+def _changed(wp, ft, ml, ci, st, k):
+    """Partition k's flows changed: their windows restart, and a transient begins."""
+    _restart_windows(wp, k)
+    _transient(wp, ml, ci, st, k)
 
 
 @njit(cache=True, _nrt=False)
@@ -227,8 +252,6 @@ def _shift_packet(ft, pk, ci, k, i, shift):
 @njit(cache=True, _nrt=False)
 def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
     """Freeze steady partition k until its first flow reaches its tail; False if that is too soon."""
-    now = st[ST_NOW]
-    n_ports = ci[CI_N_PORTS]
     payload = ci[CI_PAYLOAD]
     wire = (payload + ci[CI_DATA_HDR]) / payload
     l = ci[CI_WH_L]
@@ -240,11 +263,10 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
     confirmed = wp[k, WP_FRESH] == 0  # same flows as the last jump: do their rates still hold?
     half = l // 2
     resolution = payload * 8e9 / ci[CI_WH_TAU]
-    oldest = (ft[wp[k, WP_FLOWS], FT_NSAMP] - 1) % l  # a partition's flows restart their windows together
     drift = 0.0  # the largest relative change between a window's halves, beyond resolution
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        s_old, s_new, lo, hi = _window(sr, f, oldest, l)
+        s_old, s_new, lo, hi = _window(sr, f, (ft[f, FT_NSAMP] - 1) % l, l)
         r = (s_old + s_new) / l
         d = _half_change(s_old, s_new, l, resolution) / r
         if d > drift:
@@ -292,6 +314,15 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
         return False
     if jump > cap:
         jump = cap
+    _jump(pt, nt, ft, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, jump, cap)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _jump(pt, nt, ft, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, jump, cap):
+    """Freeze partition k for ``jump`` ns: park its events, stop its ports, plan its thaw."""
+    now = st[ST_NOW]
+    n_ports = ci[CI_N_PORTS]
     wp[k, WP_CAP] = cap
     wp[k, WP_FRESH] = 0
     n_flows = ft.shape[0]
@@ -314,6 +345,36 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
     wp[k, WP_PLAN] = now + jump
     q_set(qn, qw, qm, hs, hpos, sample_slot(ci, n_flows) + 1 + k, now + jump, wh_seq(st))
     st[ST_WH_FF] += 1
+
+
+@njit(cache=True, _nrt=False)
+def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, steady):
+    """Apply a memoized transient to live partition k: jump ``t_conv`` ns crediting each flow its
+    ``FF_MEMO`` bytes and, if the transient ended ``steady``, on at its converged ``FF_STEADY``
+    rate until the first flow reaches its tail (the caller has set both, and the flows' CC state
+    at the transient's end).  False, and nothing changed, if a flow would reach its tail inside
+    the transient (the entry does not apply)."""
+    payload = ci[CI_PAYLOAD]
+    tail = ci[CI_WH_TAIL]
+    jump = NEVER
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        r = ff[f, FF_STEADY]
+        una = ft[f, FT_SND_UNA]
+        margin = (ft[f, FT_SND_NXT] - una) + 2 * payload + r * tail / 8e9
+        left = ft[f, FT_SIZE] - una - margin - ff[f, FF_MEMO]
+        if r <= 0.0 or left <= 0.0:
+            return False
+        j_f = t_conv + np.int64(left * 8e9 / r) if steady else t_conv
+        if j_f < jump:
+            jump = j_f
+        f = ft[f, FT_PNEXT]
+    cap = t_conv + ci[CI_WH_CAP]
+    if jump > cap:
+        jump = cap
+    wp[k, WP_TCONV] = max(t_conv, 1)
+    _jump(pt, nt, ft, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, jump, ci[CI_WH_CAP])
+    st[ST_WH_MEMO_JUMPS] += 1
     return True
 
 
@@ -329,9 +390,15 @@ def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci,
         st[ST_WH_SKIPBACK] += 1
     q_remove(qn, qw, qm, hs, hpos, sample_slot(ci, n_flows) + 1 + k)
     hpcc = fh.shape[0] == n_flows and pk.shape[1] > PK_LEN
+    t_conv = wp[k, WP_TCONV]  # a memoized transient: its bytes over t_conv, then the steady rate
+    wp[k, WP_TCONV] = 0
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        b = np.int64(ff[f, FF_STEADY] * shift / 8e9) // payload * payload
+        if t_conv > 0:
+            b = np.int64(ff[f, FF_MEMO] * min(shift, t_conv) / t_conv
+                         + ff[f, FF_STEADY] * max(shift - t_conv, 0) / 8e9) // payload * payload
+        else:
+            b = np.int64(ff[f, FF_STEADY] * shift / 8e9) // payload * payload
         room = ft[f, FT_SIZE] - ft[f, FT_SND_NXT] - payload
         if b > room:
             b = room if room > 0 else 0
@@ -354,8 +421,9 @@ def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci,
                 fh[f, FH_INT + j] = w - t + (t + shift) % INT_TIME_MOD
         # every packet of the flow crosses each port of its two paths once
         st[ST_WH_EV_SKIPPED] += (b // payload) * 2 * (_ports_end(ft, paths, f) - ft[f, FT_DPATH])
-        ft[f, FT_NSAMP] = 0
+        ft[f, FT_NSAMP] = 0  # its last sample predates the jump: the next one is a base point
         f = ft[f, FT_PNEXT]
+    wp[k, WP_NSAMP] = 0
     p = wp[k, WP_PORTS]
     while p >= 0:
         for q in range(NQ):
@@ -387,11 +455,25 @@ def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci,
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, n_flows)
 
 
+@njit(cache=True, _nrt=False)
+def memo_timers(qn, qw, qm, hs, hpos, ci, st, flows, phases):
+    """Arm each of ``flows``' CC timers (QP slots 0..2) to fire ``phases[i, t]`` ns from now, or
+    disarm it (-1): a memo entry's CC state comes with the phases of its timers."""
+    now = st[ST_NOW]
+    for i in range(flows.shape[0]):
+        for t in range(CC_TIMERS):
+            s = qp_slot(ci, flows[i], t)
+            if phases[i, t] >= 0:
+                q_set(qn, qw, qm, hs, hpos, s, now + phases[i, t], next_seq(st))
+            elif qn[s, QN_WHERE] >= 0:
+                q_remove(qn, qw, qm, hs, hpos, s)
+
+
 # ------------------------------------------------------------------ flows join and leave -------
 
 
 @njit(cache=True, _nrt=False)
-def flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, f):
+def flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, f):
     """Network flow f is about to start: thaw the frozen partitions it arrives on (skip-back),
     then join, merge or open a partition."""
     end = _ports_end(ft, paths, f)
@@ -418,7 +500,7 @@ def flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, h
             if pt[p, PT_PART] < 0:
                 _port_link(wp, pt, into, p)
             pt[p, PT_NUSE] += 1
-    _restart_windows(wp, ft, into)
+    _changed(wp, ft, ml, ci, st, into)
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, ft.shape[0])
 
 
@@ -431,7 +513,7 @@ def _find(uf, x):
 
 
 @njit(cache=True, _nrt=False)
-def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f):
+def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, ml, f):
     """Network flow f completed: leave its partition, which may split."""
     k = ft[f, FT_PART]
     if k < 0:
@@ -446,7 +528,7 @@ def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f):
     if wp[k, WP_NFLOWS] == 0:
         _part_free(wp, wl, st, k)
         return
-    _restart_windows(wp, ft, k)
+    _changed(wp, ft, ml, ci, st, k)
     # union-find over the remaining flows' ports (wsi[:P]), one root per component
     n_ports = ci[CI_N_PORTS]
     uf = wsi[:n_ports]
@@ -474,6 +556,7 @@ def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, f):
         r = _find(uf, paths[ft[g, FT_DPATH]])
         if part_of_root[r] < 0:
             part_of_root[r] = _part_new(wp, wl, st)
+            _transient(wp, ml, ci, st, part_of_root[r])
             st[ST_WH_SPLITS] += 1
         if part_of_root[r] != k:
             _flow_unlink(wp, ft, g)
@@ -531,7 +614,7 @@ def _flat(sr, f, oldest, l, theta, resolution):
 
 
 @njit(cache=True, _nrt=False)
-def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf):
+def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, ml):
     """The SAMPLE event: one rate sample per flow of every live partition; freeze the steady ones."""
     tau = ci[CI_WH_TAU]
     l = ci[CI_WH_L]
@@ -540,7 +623,8 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
     i = 0
     while i < st[ST_WH_NLIVE]:
         k = wl[i]
-        steady = True
+        steady = wp[k, WP_NSAMP] >= l  # a full window since the flows last changed
+        wp[k, WP_NSAMP] += 1
         f = wp[k, WP_FLOWS]
         while f >= 0:
             n = ft[f, FT_NSAMP]
@@ -548,13 +632,19 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             if n > 0:
                 sr[f, (n - 1) % l] = (una - ft[f, FT_SAMP_UNA]) * 8e9 / tau
             ft[f, FT_SAMP_UNA] = una
+            ft[f, FT_SAMP_T] = st[ST_NOW]
             ft[f, FT_NSAMP] = n + 1
-            if n < l:
-                steady = False
-            elif steady:
+            if steady:
                 steady = _flat(sr, f, n % l, l, theta, resolution)
             f = ft[f, FT_PNEXT]
         if steady and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
+            _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition
         i += 1
+    if ci[CI_MEMO] != 0:  # the memo snapshots the partitions whose transients it is learning
+        n = st[ST_ML_N]
+        ml[n, ML_KIND] = ML_SAMPLED
+        ml[n, ML_PART] = -1
+        ml[n, ML_TIME] = st[ST_NOW]
+        st[ST_ML_N] = n + 1
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, ft.shape[0])

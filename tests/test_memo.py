@@ -1,0 +1,199 @@
+"""The memo in use: canonical FCG keys, hits applied in the engine, and the memo database shared by
+runs (warm starts, concurrent runs, a killed run)."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from wormhole_replay import api
+from wormhole_replay.memo import fcg
+from wormhole_replay.memo.entry import MemoEntry
+from wormhole_replay.memo.session import MemoSession
+from wormhole_replay.memo.store import MemoStore
+from wormhole_replay.workload.flowfile import FlowSet
+
+TOPO = "leaf-spine:hosts=8,leaves=2,spines=1"  # one spine: repeated flows take the same path
+
+
+def _key(n, edges, w=20):
+    return {"v": [w] * n, "e": sorted([min(a, b), max(a, b), 1] for a, b in edges)}
+
+
+def _fcg(key):
+    return fcg.FCG(list(range(len(key["v"]))), key["v"], key["e"])
+
+
+def test_wl_collision_is_never_a_hit():
+    """A 6-cycle and two triangles share a WL hash; only an isomorphic key may hit."""
+    ring = _key(6, [(i, (i + 1) % 6) for i in range(6)])
+    triangles = _key(6, [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)])
+    assert _fcg(ring).wl_hash == _fcg(triangles).wl_hash
+    value = {"t_conv_ns": 1000, "bytes": [1000] * 6, "rates": [1e9] * 6, "steady": False}
+    s = MemoSession("fp", [MemoEntry("transient", "fp", fcg.SCHEME, _fcg(ring).wl_hash, ring, value)], 1000, 4)
+    assert s.find("transient", _fcg(triangles)) == (None, None)
+    e, m = s.find("transient", _fcg(ring))
+    assert e is not None and sorted(m) == list(range(6))
+
+
+def test_isomorphism_maps_weights_and_edges():
+    """The mapping takes each stored vertex to the current vertex of the same weight and links."""
+    stored = {"v": [3, 7, 20], "e": [[0, 1, 2], [1, 2, 1]]}
+    current = {"v": [20, 3, 7], "e": [[0, 2, 1], [1, 2, 2]]}  # the same graph, vertices permuted
+    m = fcg.mapping(fcg.graph_of(stored), fcg.graph_of(current))
+    assert m == {0: 1, 1: 2, 2: 0}
+    other = {"v": [20, 3, 7], "e": [[0, 2, 2], [1, 2, 1]]}  # edge weights swapped: not the same FCG
+    assert fcg.mapping(fcg.graph_of(stored), fcg.graph_of(other)) is None
+
+
+def test_fcg_counts_shared_links():
+    g = fcg.build([4, 9, 11], [[1, 2, 3], [2, 3, 5], [7]], [20, 20, 10])
+    assert g.v == [20, 20, 10] and g.e == [[0, 1, 2]]
+    assert fcg.build([1, 2], [[1, 2], [2]], [1, 1], link_level=lambda x: 3).e == [[0, 1, 1 + 3 * fcg.LINKS_MAX]]
+
+
+def _repeated(reps=3, size=30_000_000, n=2):
+    """``n`` flows into host 7, repeated ``reps`` times, 10 ms apart: the same contention each time."""
+    src, dst, sz, start = [], [], [], []
+    for r in range(reps):
+        for i in range(n):
+            src.append(i)
+            dst.append(7)
+            sz.append(size)
+            start.append(r * 10_000_000 + i * 1000)
+    return FlowSet.from_columns(src, dst, sz, start)
+
+
+def _fct_errors(a, b):
+    x, y = a.flows.fct_ns.to_numpy(float), b.flows.fct_ns.to_numpy(float)
+    return np.abs(y - x) / x
+
+
+@pytest.mark.parametrize("cc,n", [("hpcc", 2), ("dcqcn", 1)])
+def test_repeated_contention_hits_the_memo(tmp_path, cc, n):
+    """The first round learns; later rounds hit (in the same run, and from the database in the
+    next), within the fast-forward bounds of the full simulation.  HPCC: two flows converge to a
+    steady state (a transient ending steady); DCQCN: a lone flow (a transient's prefix)."""
+    flows = _repeated(n=n)
+    full = api.simulate(TOPO, flows, cc, mode="full")
+    db = tmp_path / "memo.sqlite"
+    cold = api.simulate(TOPO, flows, cc, memo_db=db)
+    w = cold.counters["wormhole"]
+    assert w["memo_entries_at_start"] == 0 and w["memo_inserts"] >= 1 and w["memo_hits"] >= 1
+    warm = api.simulate(TOPO, flows, cc, memo_db=db)
+    v = warm.counters["wormhole"]
+    assert v["memo_entries_at_start"] == w["memo_inserts"] and v["memo_hits"] >= w["memo_hits"]
+    for r in (cold, warm):
+        e = _fct_errors(full, r)
+        assert e.mean() <= 0.01 and e.max() <= 0.05, (cc, e)
+    with MemoStore.open(str(db)) as store:
+        s = store.stats()
+        assert s["entries"] == w["memo_inserts"] and s["runs"] == 2
+
+
+def test_fingerprints_keep_networks_apart(tmp_path):
+    """Entries learned on one network are never offered to another (here: another buffer size)."""
+    flows = _repeated(reps=2)
+    db = tmp_path / "memo.sqlite"
+    first = api.simulate(TOPO, flows, "hpcc", memo_db=db)
+    assert first.counters["wormhole"]["memo_inserts"] >= 1
+    cfg = tmp_path / "config.txt"
+    cfg.write_text("BUFFER_SIZE 8\n")
+    other = api.simulate(TOPO, flows, "hpcc", config=cfg, memo_db=db)
+    assert other.counters["wormhole"]["memo_entries_at_start"] == 0
+    with MemoStore.open(str(db)) as store:
+        assert len(store.stats()["by_fingerprint"]) == 2
+
+
+def _trace(tmp_path):
+    from wormhole_replay.workload.generators import GptShape, gpt_trace
+    from wormhole_replay.workload.trace import save_trace
+
+    t = gpt_trace(GptShape(layers=2, hidden=2048, seq=1024), gpus=8, tp=2, iterations=2, bucket_mb=8.0)
+    save_trace(t, tmp_path / "t.parquet")
+    return tmp_path / "t.parquet"
+
+
+def _replay(trace, out, db, *extra, env=None):
+    cmd = [sys.executable, "-m", "wormhole_replay", "replay", str(trace), "--topology", "rail:servers=2,gpus_per_server=4",
+           "--cc", "hpcc", "--out", str(out), "--memo-db", str(db), "--json", "--quiet", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def _digests(db) -> list:
+    with sqlite3.connect(db) as c:
+        return [r[0] for r in c.execute("select digest from entries")]
+
+
+def test_four_replays_share_one_sqlite_database(tmp_path):
+    trace = _trace(tmp_path)
+    db = tmp_path / "shared.sqlite"
+    procs = [_replay(trace, tmp_path / f"o{i}", db) for i in range(4)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    learned = [json.loads(o)["wormhole"] for o, _ in outs]
+    digests = _digests(db)
+    assert len(digests) == len(set(digests)) > 0  # nothing duplicated
+    assert sum(w["memo_inserts"] for w in learned) == len(digests)  # nothing lost: each row inserted once
+    with MemoStore.open(str(db)) as store:
+        assert store.stats()["runs"] == 4 and store.integrity_check() == []
+
+
+def test_four_replays_share_one_postgres_database(tmp_path, pg_url):
+    trace = _trace(tmp_path)
+    procs = [_replay(trace, tmp_path / f"o{i}", pg_url) for i in range(4)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert "secret" not in out + err
+    inserted = sum(json.loads(o)["wormhole"]["memo_inserts"] for o, _ in outs)
+    with MemoStore.open(pg_url) as store:
+        s = store.stats()
+        assert s["entries"] == inserted > 0 and s["runs"] == 4
+
+
+def test_killed_replay_leaves_a_database_that_warm_starts(tmp_path):
+    trace = _trace(tmp_path)
+    db = tmp_path / "memo.sqlite"
+    first = _replay(trace, tmp_path / "a", db, env={"WORMHOLE_MEMO_FLUSH_SECONDS": "0"})
+    deadline = time.time() + 300
+    while time.time() < deadline and first.poll() is None:  # kill it once it has written something
+        if db.exists() and os.path.getsize(db) > 0:
+            try:
+                if _digests(db):
+                    break
+            except sqlite3.Error:
+                pass
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    with MemoStore.open(str(db)) as store:
+        assert store.integrity_check() == []
+        kept = store.count()
+    again = _replay(trace, tmp_path / "b", db)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert json.loads(out)["wormhole"]["memo_entries_at_start"] == kept
+
+
+def test_foreign_file_as_memo_database_is_one_clear_error(tmp_path):
+    trace = _trace(tmp_path)
+    bad = tmp_path / "notes.txt"
+    bad.write_bytes(os.urandom(4096))
+    p = _replay(trace, tmp_path / "o", bad)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 2 and out == ""
+    assert err.count("\n") == 1 and "not a wormhole-replay memo database" in err and "Traceback" not in err
+
+
+def test_scheme_names_the_networkx_version():
+    assert fcg.SCHEME.endswith("nx" + ".".join(nx.__version__.split(".")[:2]))

@@ -1,0 +1,1 @@
+"""Memoized transients and steady states (Wormhole part 2): FCG keys, the SQL store."""

@@ -1,0 +1,92 @@
+"""A memo entry as the engine, the store and the export format see it.
+
+Two kinds, both keyed by a canonical Flow Conflict Graph (``memo/fcg.py``) and a network
+fingerprint (``memo/fingerprint.py``):
+
+* ``transient``: ``key`` is the FCG when a partition's flows changed (vertex weights: the flows'
+  rates then); ``value`` is ``{"t_conv_ns": int, "bytes": [int per vertex], "rates": [float per
+  vertex]}``: how long the partition took to become steady, what each flow delivered meanwhile,
+  and its steady rates (the converged FCG: the same edges with these vertex weights).
+* ``steady``: ``key`` is the FCG with the steady rates as vertex weights; ``value`` is
+  ``{"rates": [float per vertex]}`` (the unquantised rates, bits per second).
+
+``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
+edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
+entry uniquely (the store's unique key): two processes that learn the same FCG in the same vertex
+order insert one row; isomorphic keys in another order are caught by the store's bucket check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+KINDS = ("transient", "steady")
+
+
+def canonical_json(obj) -> str:
+    """The one JSON spelling used for digests and the export format."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+@dataclass
+class MemoEntry:
+    kind: str
+    fingerprint: str
+    scheme: str
+    wl_hash: str
+    key: dict
+    value: dict
+    n_vertices: int = field(init=False)
+    n_edges: int = field(init=False)
+    digest: str = field(init=False)
+
+    def __post_init__(self):
+        self.n_vertices = len(self.key["v"])
+        self.n_edges = len(self.key["e"])
+        text = canonical_json([self.kind, self.fingerprint, self.scheme, self.key])
+        self.digest = hashlib.sha256(text.encode()).hexdigest()
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "fingerprint": self.fingerprint, "scheme": self.scheme,
+                "wl_hash": self.wl_hash, "key": self.key, "value": self.value, "digest": self.digest}
+
+
+def validate(d: dict) -> MemoEntry:
+    """An entry from its ``as_dict`` form, or ``ValueError`` saying what is wrong with it."""
+    if not isinstance(d, dict):
+        raise ValueError("an entry must be an object")
+    for name, typ in (("kind", str), ("fingerprint", str), ("scheme", str), ("wl_hash", str),
+                      ("key", dict), ("value", dict)):
+        if not isinstance(d.get(name), typ):
+            raise ValueError(f"entry field {name!r} missing or not a {typ.__name__}")
+    if d["kind"] not in KINDS:
+        raise ValueError(f"unknown entry kind {d['kind']!r}")
+    v, e = d["key"].get("v"), d["key"].get("e")
+    if not isinstance(v, list) or not v or not all(type(x) is int and x >= 0 for x in v):
+        raise ValueError("key.v must be a non-empty list of non-negative integers")
+    n = len(v)
+    if not isinstance(e, list):
+        raise ValueError("key.e must be a list")
+    for edge in e:
+        if (not isinstance(edge, list) or len(edge) != 3 or not all(type(x) is int for x in edge)
+                or not 0 <= edge[0] < edge[1] < n or edge[2] < 1):
+            raise ValueError(f"bad edge {edge!r} in key.e")
+    if e != sorted(e) or len({(a, b) for a, b, _ in e}) != len(e):
+        raise ValueError("key.e must be sorted without repeated pairs")
+    val = d["value"]
+    rates = val.get("rates")
+    if not isinstance(rates, list) or len(rates) != n or not all(
+            isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < 1e15 for r in rates):
+        raise ValueError("value.rates must hold one positive rate per vertex")
+    if d["kind"] == "transient":
+        b, t = val.get("bytes"), val.get("t_conv_ns")
+        if not isinstance(b, list) or len(b) != n or not all(type(x) is int and x >= 0 for x in b):
+            raise ValueError("value.bytes must hold one non-negative integer per vertex")
+        if type(t) is not int or t < 0:
+            raise ValueError("value.t_conv_ns must be a non-negative integer")
+    entry = MemoEntry(d["kind"], d["fingerprint"], d["scheme"], d["wl_hash"], d["key"], val)
+    if "digest" in d and d["digest"] != entry.digest:
+        raise ValueError(f"digest {d['digest']!r} does not match the entry's content")
+    return entry

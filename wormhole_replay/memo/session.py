@@ -1,0 +1,276 @@
+"""The memo during one run: look up transients as partitions change, apply hits, learn misses.
+
+The engine stops (``RUN_MEMO``) after any event that changed a partition's flows or froze a
+partition it found steady; ``MemoSession.handle`` then reads the memo log:
+
+* a partition changed (a transient begins): build its FCG (rates now), look it up.  A hit is
+  applied through the isomorphism's mapping: each flow gets its stored transient bytes and its
+  converged rate and CC state, and the partition jumps over the transient and on at the converged
+  rates to its next disruptive event (``engine.wormhole.memo_jump``).  A hit whose flows would
+  reach their tails inside the transient is not applied (``refused``).  A miss is remembered.
+* a partition froze, steady: if it is the same partition that missed (no change since), the
+  transient is learned: ``t_conv`` from the change to the start of the steadiness window, the bytes
+  each flow delivered in between, and the steady rates and CC state.  The steady state is learned
+  too (its FCG weighted by the steady rates).
+
+Entries learned in a run are used in the same run (the next iteration's layers hit the first's)
+and handed to the store at the end (``new_entries``).  Lookups read only memory: the entries of
+this network's fingerprint, loaded when the run starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..engine import layout as L
+from ..engine import wormhole as wh
+from ..engine.queue import QN_TIME, QN_WHERE
+from . import fcg
+from .entry import MemoEntry
+
+# the CC state a memo entry carries per flow (installed when it is applied), with its timers' phases
+CC_FLOAT = (L.FF_RATE, L.FF_TARGET, L.FF_ALPHA, L.FF_CUR_RATE, L.FF_U)
+CC_INT = (L.FT_ALPHA_CNP, L.FT_DEC_CNP, L.FT_FIRST_CNP, L.FT_RP_STAGE, L.FT_INC_STAGE, L.FT_ECN_CNT,
+          L.FT_BATCH, L.FT_CA_STATE)
+
+
+def _timer_slots(ci, flows) -> np.ndarray:
+    """Event slots of the flows' CC timers (``engine.slots.qp_slot``), [flow, timer]."""
+    base = 2 * int(ci[L.CI_N_PORTS]) + int(ci[L.CI_N_HOSTS]) + 1
+    return base + L.FLOW_SLOTS * np.asarray(flows, np.int64)[:, None] + np.arange(wh.CC_TIMERS)[None, :]
+
+
+@dataclass
+class Snapshot:
+    """A transient's flows at one rate sample: bytes acknowledged, CC state, timer phases."""
+
+    t: int
+    una: np.ndarray
+    nxt: np.ndarray
+    cc: np.ndarray  # [flow, CC_FLOAT + CC_INT + CC timer phases]
+
+
+@dataclass
+class Transient:
+    """A transient being learned: partition generation, start, key FCG, snapshots since."""
+
+    gen: int
+    t: int
+    key: fcg.FCG
+    start: Snapshot
+    snaps: list = field(default_factory=list)
+
+
+class MemoSession:
+    def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int,
+                 shared_prefixes: bool = False, on_learn=None):
+        self.fingerprint = fingerprint
+        self.shared_prefixes = shared_prefixes  # learn prefixes of transients of flows sharing links
+        self.on_learn = on_learn  # called after an entry is learned (the database flushes now and then)
+        self.tau = tau_ns
+        self.l = samples
+        self._buckets: dict = {}
+        self._digests: set = set()
+        self.new_entries: list[MemoEntry] = []
+        self.hit_counts: dict = {}  # digest -> hits in this run
+        self.hit_flows: list = []  # the lowest flow id of each partition a hit was applied to
+        self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
+        self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_inserts": 0,
+                         "memo_too_large": 0, "memo_entries_at_start": len(entries)}
+        for e in entries:
+            self._add(e)
+
+    # ------------------------------------------------------------------ the in-memory index
+    def _add(self, e: MemoEntry) -> bool:
+        if e.digest in self._digests:
+            return False
+        self._digests.add(e.digest)
+        self._buckets.setdefault((e.kind, e.wl_hash, e.n_vertices, e.n_edges), []).append((e, None))
+        return True
+
+    def find(self, kind: str, g: fcg.FCG):
+        """The first stored entry isomorphic to ``g`` and the mapping (entry vertex -> g vertex)."""
+        bucket = self._buckets.get((kind, g.wl_hash, len(g.v), len(g.e)))
+        if not bucket:
+            return None, None
+        for i, (e, eg) in enumerate(bucket):
+            if eg is None:
+                eg = fcg.graph_of(e.key)
+                bucket[i] = (e, eg)
+            m = fcg.mapping(eg, g.graph)
+            if m is not None:
+                return e, m
+        return None, None
+
+    def learn(self, kind: str, g: fcg.FCG, value: dict) -> None:
+        e = MemoEntry(kind, self.fingerprint, fcg.SCHEME, g.wl_hash, g.key, value)
+        if self.find(kind, g)[0] is None and self._add(e):
+            self.new_entries.append(e)
+            self.counters["memo_inserts"] += 1
+            if self.on_learn is not None:
+                self.on_learn()
+
+    # ------------------------------------------------------------------ reading the engine
+    @staticmethod
+    def _flows(state, k) -> list:
+        out = []
+        f = state.wp[k, L.WP_FLOWS]
+        ft = state.ft
+        while f >= 0:
+            out.append(int(f))
+            f = ft[f, L.FT_PNEXT]
+        out.sort()
+        return out
+
+    @staticmethod
+    def _fcg(state, flows, rates) -> fcg.FCG:
+        """The steady FCG: vertices weighted by their (steady) rates."""
+        ft, paths = state.ft, state.paths
+        links = [paths[ft[f, L.FT_DPATH]:ft[f, L.FT_APATH]].tolist() for f in flows]
+        line = state.ff[flows, L.FF_MAX_RATE]
+        return fcg.build(flows, links, [fcg.quantise(r, x) for r, x in zip(rates, line)])
+
+    @staticmethod
+    def _start_fcg(state, flows) -> fcg.FCG:
+        """The FCG where a transient starts.  Its course depends on more than the rates the
+        paper keys on, so its vertex weight also holds the CC's target rate, its alpha (DCQCN),
+        and whether the flow has yet to be cut once; its edges the queue on the links shared."""
+        ft, ff, pt, paths = state.ft, state.ff, state.pt, state.paths
+        links = [paths[ft[f, L.FT_DPATH]:ft[f, L.FT_APATH]].tolist() for f in flows]
+        line = ff[flows, L.FF_MAX_RATE]
+        q = fcg.RATE_LEVELS + 1
+        weights = [fcg.quantise(ff[f, L.FF_RATE], x) + q * (fcg.quantise(ff[f, L.FF_TARGET], x)
+                   + q * (min(int(ff[f, L.FF_ALPHA] * 4), 4) + 5 * int(ft[f, L.FT_FIRST_CNP] != 0)))
+                   for f, x in zip(flows, line)]
+        payload = int(state.ci[L.CI_PAYLOAD])
+        return fcg.build(flows, links, weights, lambda p: fcg.queue_level(int(pt[p, L.PT_QBYTES]), payload))
+
+    # ------------------------------------------------------------------ the log
+    def handle(self, state) -> None:
+        """Handle the memo log's records (the engine stopped with ``RUN_MEMO``)."""
+        st, wp, ml = state.st, state.wp, state.ml
+        n = int(st[L.ST_ML_N])
+        records = ml[:n].copy()
+        st[L.ST_ML_N] = 0
+        # transients that ended since the last stop (their partition changed or is gone): learn them
+        for k, p in list(self.pending.items()):
+            if wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != p.gen:
+                del self.pending[k]
+                self._ended(state, p)
+        for kind, k, gen, t in records.tolist():
+            if kind == L.ML_SAMPLED:
+                for p in self.pending.values():
+                    p.snaps.append(self._snapshot(state, p.key.flows))
+            elif wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != gen:
+                continue  # the partition changed again (or is gone) since: a later record stands
+            elif kind == L.ML_CHANGED:
+                if wp[k, L.WP_STATE] == 1:
+                    self._changed(state, k, gen, t)
+            else:
+                self._steady(state, k, gen, t)
+
+    def _snapshot(self, state, flows) -> Snapshot:
+        ft, ff, qn = state.ft, state.ff, state.qn
+        now = int(state.st[L.ST_NOW])
+        slots = _timer_slots(state.ci, flows)
+        phases = np.where(qn[slots, QN_WHERE] >= 0, qn[slots, QN_TIME] - now, -1)
+        cc = np.concatenate([ff[np.ix_(flows, CC_FLOAT)], ft[np.ix_(flows, CC_INT)], phases], axis=1)
+        return Snapshot(now, ft[flows, L.FT_SND_UNA].copy(), ft[flows, L.FT_SND_NXT].copy(), cc)
+
+    def _changed(self, state, k, gen, t) -> None:
+        flows = self._flows(state, k)
+        if len(flows) > fcg.MAX_VERTICES:
+            self.counters["memo_too_large"] += 1
+            return
+        g = self._start_fcg(state, flows)
+        e, m = self.find("transient", g)
+        if e is not None and self._apply(state, k, g, e, m):
+            self.counters["memo_hits"] += 1
+            self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
+            self.hit_flows.append(flows[0])
+            return
+        if e is not None:
+            self.counters["memo_refused"] += 1
+        else:
+            self.counters["memo_misses"] += 1
+        self.pending[k] = Transient(gen, t, g, self._snapshot(state, flows))
+
+    def _apply(self, state, k, g, e, m) -> bool:
+        s, ft, ff = state, state.ft, state.ff
+        flows = np.array(g.flows, np.int64)
+        at = flows[[m[i] for i in range(len(flows))]]  # entry vertex i is flow at[i]
+        saved_f, saved_i = ff[at].copy(), ft[at].copy()
+        v = e.value
+        # the bytes acknowledged in the transient, and the pipe refilled as it was at its end (the
+        # bytes in flight then, up to one bandwidth-delay product: beyond that they were queued)
+        in_flight = ft[at, L.FT_SND_NXT] - ft[at, L.FT_SND_UNA]
+        pipe = np.maximum(np.array(v.get("pipe", np.zeros(len(at))), np.float64) - in_flight, 0)
+        ff[at, L.FF_MEMO] = np.array(v["bytes"], np.float64) + pipe
+        ff[at, L.FF_STEADY] = np.array(v["rates"], np.float64)
+        cc = np.array(v["cc"], np.float64)
+        nf, ni = len(CC_FLOAT), len(CC_INT)
+        ff[np.ix_(at, CC_FLOAT)] = cc[:, :nf]
+        ft[np.ix_(at, CC_INT)] = cc[:, nf:nf + ni].astype(np.int64)
+        if wh.memo_jump(s.pt, s.nt, s.ft, s.ff, s.qn, s.qw, s.qm, s.hs, s.hpos, s.ci, s.st, s.wp, s.wl, k,
+                        int(v["t_conv_ns"]), bool(v["steady"])):
+            # the timers were parked by the jump: re-arm them at their stored phases (shifted at thaw)
+            qn = s.qn
+            slots = _timer_slots(s.ci, at)
+            phases = cc[:, nf + ni:].astype(np.int64)
+            for i in range(len(at)):
+                for j in range(wh.CC_TIMERS):
+                    slot = slots[i, j]
+                    if phases[i, j] >= 0:
+                        qn[slot, QN_TIME] = int(s.st[L.ST_NOW]) + phases[i, j]
+                        qn[slot, QN_WHERE] = wh.PARKED
+                    elif qn[slot, QN_WHERE] == wh.PARKED:
+                        qn[slot, QN_WHERE] = -1
+            return True
+        ff[at], ft[at] = saved_f, saved_i
+        return False
+
+    def _steady(self, state, k, gen, t) -> None:
+        """Partition k froze, steady: learn its steady state and the transient that led to it."""
+        flows = self._flows(state, k)
+        if len(flows) > fcg.MAX_VERTICES:
+            return
+        rates = state.ff[flows, L.FF_STEADY]
+        now = self._snapshot(state, flows)
+        self.learn("steady", self._fcg(state, flows, rates), {"rates": rates.tolist(), "cc": now.cc.tolist()})
+        p = self.pending.pop(k, None)
+        if p is None or p.gen != gen or p.key.flows != flows:
+            return
+        # the steadiness window began l samples ago: the transient is what came before it
+        t_ws = t - self.l * self.tau
+        at = [x for x in p.snaps if x.t == t_ws]
+        if t_ws < p.t or not at:
+            return
+        sent = np.maximum(at[0].una - p.start.una, 0)
+        self.learn("transient", p.key, {"t_conv_ns": int(t_ws - p.t), "bytes": sent.tolist(),
+                                        "rates": rates.tolist(), "cc": now.cc.tolist(), "steady": True})
+
+    def _ended(self, state, p: Transient) -> None:
+        """A transient ended by a change before its partition was steady: learn its course up to
+        the last sample at which every flow still had its tail ahead (a checkpoint), so that a hit
+        jumps there, in the CC state of then, and simulates the rest."""
+        if p.key.e and not self.shared_prefixes:
+            return
+        ft, ci = state.ft, state.ci
+        flows = p.key.flows
+        payload, tail = int(ci[L.CI_PAYLOAD]), int(ci[L.CI_WH_TAIL])
+        size, win = ft[flows, L.FT_SIZE], ft[flows, L.FT_WIN]
+        for j in range(len(p.snaps) - 1, 0, -1):
+            s, before = p.snaps[j], p.snaps[j - 1]
+            if s.t - p.t < self.tau:
+                return
+            rate = np.maximum((s.una - before.una) * 8e9 / (s.t - before.t), 1.0)
+            margin = 2 * (2 * payload + rate * tail / 8e9) + win
+            if (size - s.una >= margin).all():
+                bdp = rate * ft[flows, L.FT_BASE_RTT] / 8e9
+                pipe = np.minimum(s.nxt - s.una, bdp).astype(np.int64)
+                self.learn("transient", p.key, {"t_conv_ns": int(s.t - p.t), "bytes": (s.una - p.start.una).tolist(),
+                                                "pipe": pipe.tolist(), "rates": rate.tolist(), "cc": s.cc.tolist(),
+                                                "steady": False})
+                return
