@@ -92,7 +92,7 @@ def test_cli_replay_json(tmp_path):
     s = json.loads(p.stdout)
     assert [i["index"] for i in s["iterations"]] == [0, 1]
     for i in s["iterations"]:
-        assert set(i) == {"index", "start_ns", "end_ns", "duration_ns", "wall_seconds", "memo_hits"}
+        assert set(i) == {"index", "start_ns", "end_ns", "duration_ns", "wall_seconds", "memo_hits", "memo_lookups"}
     assert {"memo_hits", "memo_misses", "memo_inserts", "memo_entries_at_start"} <= set(s["wormhole"])
     assert sum(i["memo_hits"] for i in s["iterations"]) == s["wormhole"]["memo_hits"]
     assert (tmp_path / "o" / "flows.parquet").exists() and (tmp_path / "o" / "iterations.csv").exists()

@@ -34,6 +34,7 @@ class Run:
     fast_forward: FastForward | None = None  # None: full packet-level simulation
     memo_db: str | None = None  # memo database (path or URL) used in wormhole mode; None: no memo
     memo_shared_prefixes: bool = False  # also memoize transients of flows sharing links up to a change
+    memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
 
 
@@ -115,7 +116,7 @@ def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
                          on_slice=on_slice, fast_forward=run.fast_forward)
     from .memo.memoize import Memoizer
 
-    memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes)
+    memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes, spot_check=run.memo_spot_check)
     try:
         result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
                            on_slice=on_slice, fast_forward=run.fast_forward, memo=memo.session_for(run.topo, run.cfg))

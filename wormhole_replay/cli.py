@@ -15,13 +15,12 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError
 from .files import write_atomic as _write_atomic
+from .audit import command as _audit
 from .memo import commands as _memo
 
 PROG = "wormhole-replay"
 
-NOT_BUILT = {
-    "audit": "accelerated-vs-full audit (issue 6, Audit)",
-}
+NOT_BUILT = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -162,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mode_options(r)
 
     _memo.add_parser(sub, _Parser)
+    _audit.add_parser(sub, _Parser)
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -335,7 +335,8 @@ def cmd_replay(args) -> int:
         "iterations": [
             {"index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
              "duration_ns": int(r.duration_ns), "wall_seconds": round(float(r.wall_seconds), 3),
-             **({"memo_hits": int(r.memo_hits)} if "memo_hits" in res.iterations else {})}
+             **({"memo_hits": int(r.memo_hits), "memo_lookups": int(r.memo_lookups)}
+                if "memo_hits" in res.iterations else {})}
             for r in res.iterations.itertuples()
         ],
         "outputs": {k: str(v) for k, v in paths.items()},
@@ -358,7 +359,7 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run}.get(args.command, cmd_simulate)(args)
+        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

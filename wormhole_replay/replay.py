@@ -21,23 +21,28 @@ class ReplayResult:
     """``flows``: the engine's flows table joined with the op each flow serves (``op_id, unit,
     kind, name, coll, iteration, rank``).  ``collectives``: one row per collective instance or
     point-to-point transfer (``unit, name, coll, iteration, start_ns, end_ns, duration_ns,
-    flows``).  ``iterations``: ``index, start_ns, end_ns, duration_ns, wall_seconds``."""
+    flows``).  ``iterations``: ``index, start_ns, end_ns, duration_ns, wall_seconds`` (and with a
+    memo ``memo_hits, memo_lookups``: transients taken from the memo, and looked up)."""
 
     flows: pd.DataFrame
     collectives: pd.DataFrame
     iterations: pd.DataFrame
     counters: dict = field(default_factory=dict)
     pfc: pd.DataFrame | None = None
+    memo_hits: pd.DataFrame | None = None  # wormhole with a memo: time_ns, digest, steady, t_conv_ns, flows
+    jumps: pd.DataFrame | None = None  # ... every fast-forward: partition, start_ns, end_ns, kind, flows
+    spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
 
 
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
-           memo_shared_prefixes: bool = False) -> ReplayResult:
+           memo_shared_prefixes: bool = False, memo_spot_check: int = 0) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
-    ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to."""
+    ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to,
+    ``memo_spot_check`` how many hits (of distinct entries) to simulate and check instead of apply."""
     digest = None
     if not isinstance(trace, Trace):
         from .memo.memoize import digest_file
@@ -59,6 +64,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     run.fast_forward = fast_forward_for(mode, fast_forward)
     run.memo_db = None if memo_db is None else str(memo_db)
     run.memo_shared_prefixes = memo_shared_prefixes
+    run.memo_spot_check = memo_spot_check
     run.source_digest = digest
     flows, info = trace_to_flows(trace, run.topo, iterations)
     run.flows = flows
@@ -88,6 +94,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     walls = np.nan_to_num(done_wall, nan=result.counters["wall_seconds"])
     it["wall_seconds"] = np.diff(np.concatenate([[0.0], walls]))[: len(it)]
     if result.memo is not None:  # hits by the iteration of the (lowest) flow they were applied to
-        hits = np.bincount(iteration_of[np.array(result.memo.hit_flows, np.int64)], minlength=n_iter)
-        it["memo_hits"] = hits[it["index"].to_numpy()]
-    return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc)
+        for col, fl in (("memo_hits", result.memo.hit_flows), ("memo_lookups", result.memo.looked_flows)):
+            it[col] = np.bincount(iteration_of[np.array(fl, np.int64)], minlength=n_iter)[it["index"].to_numpy()]
+    journal = result.memo.tables() if result.memo is not None else {}
+    return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc, **journal)

@@ -315,7 +315,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     state.sr = np.zeros((F if fast_forward is not None else 1, samples), np.float64)
     state.wsi = np.zeros(2 * P + 1, np.int64)
     state.wsf = np.zeros(max(P, 1), np.float64)
-    state.ml = np.zeros((2 * F + K + 16, L.ML_LEN), np.int64)  # one event logs at most this many
+    state.ml = np.zeros((3 * F + 2 * K + 16, L.ML_LEN), np.int64)  # one instant logs fewer
     plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), base_rtt=max_rtt, fast_forward=fast_forward)
     return state, plan
 

@@ -876,6 +876,12 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
         if st[ST_NFREE] < FREE_MARGIN or st[ST_NPFC] + 64 > pfc.shape[0]:
             return RUN_GROW
         slot, t, s = q_pop(qn, qw, qm, hs, hpos)
+        if st[ST_ML_N] > 0 and (slot < 0 or t > st[ST_NOW]):
+            # the memo log has records and this instant is complete: the memo looks at its
+            # partitions before time moves on (after every flow starting at this ns has joined)
+            if slot >= 0:
+                q_set(qn, qw, qm, hs, hpos, slot, t, s)
+            return RUN_MEMO
         if slot < 0:
             return RUN_DONE
         if t > stop:  # leave it pending: a later call with a later stop time resumes here
@@ -958,8 +964,6 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
             wh.sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, ml)
         else:  # wormhole: a frozen partition's jump ends as planned
             st[ST_WH_EVENTS] += 1
-            wh.thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, slot - wh_sample - 1)
+            wh.thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, slot - wh_sample - 1)
         if st[ST_KICK_N] > 0:
             _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
-        if st[ST_ML_N] > 0:  # partitions changed or froze: the memo looks them up before they go on
-            return RUN_MEMO

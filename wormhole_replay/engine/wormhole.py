@@ -189,7 +189,7 @@ def _restart_windows(wp, k):
 @njit(cache=True, _nrt=False)
 def _log(wp, ml, ci, st, kind, k):
     """A memo log record for partition k (only when the memo is on)."""
-    if ci[CI_MEMO] != 0:
+    if ci[CI_MEMO] != 0 and st[ST_ML_N] < ml.shape[0]:  # (a full log only costs the memo a lookup)
         n = st[ST_ML_N]
         ml[n, ML_KIND] = kind
         ml[n, ML_PART] = k
@@ -379,7 +379,7 @@ def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, s
 
 
 @njit(cache=True, _nrt=False)
-def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k):
+def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, k):
     """End partition k's jump now: credit its flows, shift its times, release its events."""
     now = st[ST_NOW]
     shift = now - wp[k, WP_T0]
@@ -451,6 +451,7 @@ def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci,
         f = ft[f, FT_PNEXT]
     wp[k, WP_STATE] = 1
     _live_add(wp, wl, st, k)
+    _log(wp, ml, ci, st, ML_THAWED, k)
     st[ST_WH_SKIPPED_NS] += shift
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, n_flows)
 
@@ -484,7 +485,7 @@ def flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, h
             if k < 0:
                 continue
             if wp[k, WP_STATE] == 2:
-                thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, k)
+                thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, k)
             if into < 0 or wp[k, WP_NFLOWS] > wp[into, WP_NFLOWS]:
                 into = k
     if into < 0:
@@ -641,7 +642,7 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition
         i += 1
-    if ci[CI_MEMO] != 0:  # the memo snapshots the partitions whose transients it is learning
+    if ci[CI_MEMO] != 0 and st[ST_ML_N] < ml.shape[0]:  # the memo snapshots the transients it learns
         n = st[ST_ML_N]
         ml[n, ML_KIND] = ML_SAMPLED
         ml[n, ML_PART] = -1

@@ -33,10 +33,11 @@ def digest_file(path) -> str:
 class Memoizer:
     """``Memoizer(target)``: the memo database at ``target`` (a path or a URL) for one run."""
 
-    def __init__(self, target: str | Path, shared_prefixes: bool = False):
+    def __init__(self, target: str | Path, shared_prefixes: bool = False, spot_check: int = 0):
         self.target = str(target)
         self.store: MemoStore | None = None  # opened once the run's inputs have proven valid
         self.shared_prefixes = shared_prefixes
+        self.spot_check = spot_check
         self.session: MemoSession | None = None
         self.inserted = 0
         self._flushed = 0
@@ -50,7 +51,8 @@ class Memoizer:
             fp = fingerprint(topo, cfg, ff)
             self.store = MemoStore.open(self.target)
             self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples,
-                                       shared_prefixes=self.shared_prefixes, on_learn=self._maybe_flush)
+                                       shared_prefixes=self.shared_prefixes, on_learn=self._maybe_flush,
+                                       spot_check=self.spot_check)
             return self.session
 
         return make

@@ -65,8 +65,14 @@ class Transient:
 
 class MemoSession:
     def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int,
-                 shared_prefixes: bool = False, on_learn=None):
+                 shared_prefixes: bool = False, on_learn=None, spot_check: int = 0):
         self.fingerprint = fingerprint
+        self.spot_check = spot_check  # this many hits (of distinct entries) are checked, not applied
+        self.hits: list = []  # (time_ns, digest, steady, t_conv_ns, flows) per hit applied
+        self.jumps: list = []  # (partition, start_ns, end_ns, kind, flows) per fast-forward
+        self.checks: list = []  # finished spot checks (see _check)
+        self._open_jumps: dict = {}  # partition -> (start_ns, kind, flows)
+        self._checking: list = []  # spot checks under way
         self.shared_prefixes = shared_prefixes  # learn prefixes of transients of flows sharing links
         self.on_learn = on_learn  # called after an entry is learned (the database flushes now and then)
         self.tau = tau_ns
@@ -76,6 +82,7 @@ class MemoSession:
         self.new_entries: list[MemoEntry] = []
         self.hit_counts: dict = {}  # digest -> hits in this run
         self.hit_flows: list = []  # the lowest flow id of each partition a hit was applied to
+        self.looked_flows: list = []  # ... of each partition whose transient was looked up
         self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
         self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_inserts": 0,
                          "memo_too_large": 0, "memo_entries_at_start": len(entries)}
@@ -163,6 +170,11 @@ class MemoSession:
             if kind == L.ML_SAMPLED:
                 for p in self.pending.values():
                     p.snaps.append(self._snapshot(state, p.key.flows))
+                self._check(state)
+            elif kind == L.ML_THAWED:
+                if k in self._open_jumps:
+                    start, what, flows = self._open_jumps.pop(k)
+                    self.jumps.append((k, start, t, what, flows))
             elif wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != gen:
                 continue  # the partition changed again (or is gone) since: a later record stands
             elif kind == L.ML_CHANGED:
@@ -185,11 +197,16 @@ class MemoSession:
             self.counters["memo_too_large"] += 1
             return
         g = self._start_fcg(state, flows)
+        self.looked_flows.append(flows[0])
         e, m = self.find("transient", g)
+        if e is not None and self._verify(state, k, gen, t, g, e, m):
+            return
         if e is not None and self._apply(state, k, g, e, m):
             self.counters["memo_hits"] += 1
             self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
             self.hit_flows.append(flows[0])
+            self.hits.append((t, e.digest, bool(e.value["steady"]), int(e.value["t_conv_ns"]), flows))
+            self._open_jumps[k] = (t, "memo", flows)
             return
         if e is not None:
             self.counters["memo_refused"] += 1
@@ -231,11 +248,64 @@ class MemoSession:
         ff[at], ft[at] = saved_f, saved_i
         return False
 
+    def _verify(self, state, k, gen, t, g, e, m) -> bool:
+        """Spot check: instead of applying a hit (of an entry not checked yet), simulate it packet
+        by packet and compare what its flows deliver within ``t_conv`` with the entry's bytes."""
+        if self.spot_check <= 0 or e.digest in {c[1] for c in self._checking} | {c["digest"] for c in self.checks}:
+            return False
+        if len(self.checks) + len(self._checking) >= self.spot_check:
+            return False
+        at = np.array(g.flows, np.int64)[[m[i] for i in range(len(g.flows))]]
+        una = state.ft[at, L.FT_SND_UNA].copy()
+        self._checking.append([k, e.digest, gen, t, at, una, np.array(e.value["bytes"], np.float64),
+                               int(e.value["t_conv_ns"]), t, una.copy()])
+        return True
+
+    def _check(self, state) -> None:
+        """At a rate sample: finish the spot checks whose ``t_conv`` has passed (or that a change
+        of their partition interrupted)."""
+        now = int(state.st[L.ST_NOW])
+        wp, ft = state.wp, state.ft
+        still = []
+        for c in self._checking:
+            k, digest, gen, t, at, una0, expected, t_conv, t_prev, una_prev = c
+            una = ft[at, L.FT_SND_UNA].astype(np.float64)
+            interrupted = wp[k, L.WP_STATE] != 1 or wp[k, L.WP_GEN] != gen
+            if not interrupted and now < t + t_conv:
+                c[8], c[9] = now, una.copy()
+                still.append(c)
+                continue
+            target = t + t_conv
+            if not interrupted and now > t_prev:  # what was delivered by t + t_conv, between two samples
+                una = una_prev + (una - una_prev) * (target - t_prev) / (now - t_prev)
+            actual = una - una0
+            err = float(np.abs(actual - expected).sum() / max(expected.sum(), 1.0))
+            self.checks.append({"time_ns": t, "digest": digest, "flows": at.tolist(), "t_conv_ns": t_conv,
+                                "expected_bytes": int(expected.sum()), "actual_bytes": int(round(actual.sum())),
+                                "error": float("nan") if interrupted else err, "interrupted": bool(interrupted)})
+        self._checking = still
+
+    def tables(self) -> dict:
+        """The run's journal as DataFrames: ``memo_hits``, ``jumps`` and ``spot_checks`` (a check
+        still under way when the run ended counts as interrupted)."""
+        import pandas as pd
+
+        checks = self.checks + [{"time_ns": c[3], "digest": c[1], "flows": c[4].tolist(), "t_conv_ns": c[7],
+                                 "expected_bytes": int(c[6].sum()), "actual_bytes": -1, "error": float("nan"),
+                                 "interrupted": True} for c in self._checking]
+        return {
+            "memo_hits": pd.DataFrame(self.hits, columns=["time_ns", "digest", "steady", "t_conv_ns", "flows"]),
+            "jumps": pd.DataFrame(self.jumps, columns=["partition", "start_ns", "end_ns", "kind", "flows"]),
+            "spot_checks": pd.DataFrame(checks, columns=["time_ns", "digest", "flows", "t_conv_ns", "expected_bytes",
+                                                         "actual_bytes", "error", "interrupted"]),
+        }
+
     def _steady(self, state, k, gen, t) -> None:
         """Partition k froze, steady: learn its steady state and the transient that led to it."""
         flows = self._flows(state, k)
         if len(flows) > fcg.MAX_VERTICES:
             return
+        self._open_jumps[k] = (t, "steady", flows)
         rates = state.ff[flows, L.FF_STEADY]
         now = self._snapshot(state, flows)
         self.learn("steady", self._fcg(state, flows, rates), {"rates": rates.tolist(), "cc": now.cc.tolist()})

@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""The memo database across iterations and runs, in one process: full, cold and warm side by side.
+
+Replays a trace for N iterations three times (after a warm-up that compiles the kernels): in full,
+in wormhole mode on an empty memo database (cold), and again on the database the cold run filled
+(warm).  Prints per run the wall time, events, memo hits / lookups and FCT / iteration-time error
+against full; per iteration of each wormhole run its wall time and its memo hit rate (hits over
+transients looked up); and the warm run's largest difference from the cold one.
+
+    python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
+                               [--shared-prefixes] [--db memo.sqlite]
+
+The noise floor printed last is the full simulation against itself with one compute op 1 ns
+longer: on DAG workloads contention order is chaotic, and per-flow errors below it mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from wormhole_replay.replay import replay
+from wormhole_replay.workload.trace import Trace, load_trace
+
+TOPOLOGY = "rail:servers=4,gpus_per_server=4"
+
+
+def errors(base, other) -> tuple[float, float, float]:
+    """Per-flow FCT error mean and p99 over network flows, and the largest iteration-time error."""
+    net = ~base.flows["virtual"].to_numpy()
+    a, b = base.flows["fct_ns"].to_numpy(float)[net], other.flows["fct_ns"].to_numpy(float)[net]
+    e = np.abs(b - a) / a
+    ia, ib = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
+    return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia))
+
+
+def perturbed(trace: Trace) -> Trace:
+    """The trace with its first compute op 1 ns longer."""
+    ops = trace.ops.copy()
+    i = ops.index[ops["kind"] == "compute"][0]
+    ops.loc[i, "duration_ns"] += 1
+    return Trace(ops, trace.meta)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trace", default="traces/gpt-16gpu.trace.parquet")
+    ap.add_argument("--topology", default=TOPOLOGY)
+    ap.add_argument("--cc", default="dcqcn", choices=["dcqcn", "hpcc"])
+    ap.add_argument("--iterations", type=int, default=4)
+    ap.add_argument("--shared-prefixes", action="store_true", help="memoize prefixes of shared transients too")
+    ap.add_argument("--db", help="memo database (default: a new temporary SQLite file)")
+    a = ap.parse_args()
+    trace = load_trace(a.trace)
+    tmp = tempfile.TemporaryDirectory()
+    db = a.db or str(Path(tmp.name) / "memo.sqlite")
+    run = dict(topology=a.topology, cc=a.cc, iterations=a.iterations)
+    replay(trace, **{**run, "iterations": 1}, mode="wormhole", memo_db=str(Path(tmp.name) / "warm-up.sqlite"))
+    full = replay(trace, **run, mode="full")
+    cold = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
+    warm = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
+    floor = replay(perturbed(trace), **run, mode="full")
+
+    print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
+          f"{', shared prefixes memoized' if a.shared_prefixes else ''}")
+    print(f"{'run':6s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
+          f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s}")
+    for name, r in (("full", full), ("cold", cold), ("warm", warm)):
+        c, w = r.counters, r.counters.get("wormhole", {})
+        m, p99, it = errors(full, r)
+        looked = w.get("memo_hits", 0) + w.get("memo_misses", 0) + w.get("memo_refused", 0)
+        print(f"{name:6s} {c['wall_seconds']:7.2f} {full.counters['wall_seconds'] / c['wall_seconds']:7.2f}x "
+              f"{c['events']:11,d} {w.get('memo_hits', 0):5d} {looked:7d} {w.get('memo_entries_at_start', 0):8d} "
+              f"{m:12.2%} {p99:7.2%} {it:8.2%}")
+    for name, r in (("cold", cold), ("warm", warm)):
+        it = r.iterations
+        rate = it["memo_hits"] / np.maximum(it["memo_lookups"], 1)
+        first = it["wall_seconds"].iloc[0]
+        cells = ", ".join(f"#{int(i)} {s:.2f} s ({first / s:.1f}x) hits {int(h)}/{int(n)} ({q:.0%})" for i, s, h, n, q in
+                          zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
+        print(f"{name} iterations: {cells}")
+    m, p99, it = errors(cold, warm)
+    print(f"warm vs cold: wall {cold.counters['wall_seconds'] / warm.counters['wall_seconds']:.2f}x faster; "
+          f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}")
+    m, p99, it = errors(full, floor)
+    print(f"noise floor (full vs full with one compute op 1 ns longer): FCT mean {m:.2%}, p99 {p99:.2%}; "
+          f"iteration time {it:.2%}")
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,582 @@
+"""``wormhole-replay audit``: the accelerated simulation of a trace against the full one.
+
+    wormhole-replay audit TRACE --topology SPEC|FILE --cc dcqcn|hpcc|dctcp --out DIR
+        [--iterations N] [--config FILE] [--memo-db PATH|URL | --no-memo] [--baseline DIR]
+        [--spot-check N] [--noise-floor] [--max-mean-error X] [--max-p99-error X]
+        [--max-iteration-error X] [--worst K] [--json] [--quiet] [--ff-* ...]
+
+Runs, in this order (so that a bad memo database is found before the long full run, and so that
+a cold Numba cache slows the accelerated run, never flatters it):
+
+1. the accelerated (wormhole) run, with the memo database (``--memo-db``, default
+   ``DIR/memo.sqlite``; ``--no-memo``: steady-state fast-forwarding only);
+2. the full packet-level run, unless ``--baseline DIR`` names a previous audit (its folder or its
+   ``full/``) made from the same trace, topology, CC, iterations, config and tool version;
+3. with ``--noise-floor``, the full run again with one compute op of the first iteration 1 ns
+   longer (``compare.perturbation_target``): how far the full simulation moves from itself, which
+   on DAG workloads is far from zero (contention order and ECN draws reorder);
+4. with ``--spot-check N``, the accelerated run again, simulating N memo hits (of distinct
+   entries) packet by packet instead of applying them, each compared with what the entry said.
+   This run is separate, so the audited accelerated run is exactly the one a user gets.
+
+Outputs in DIR (all atomic; nothing is written on bad input): ``report.html``, ``audit.json``,
+``flows.parquet``, ``collectives.csv``, ``iterations.csv``, ``spot_checks.csv`` (with
+``--spot-check``), and ``full/`` (the full run, reusable with ``--baseline``: ``flows.parquet``,
+``collectives.csv``, ``iterations.csv``, ``baseline.json``, and ``noise/`` with the perturbed run).
+
+Exit status: 0, or 1 when a ``--max-*`` threshold is exceeded (outputs are still written and
+``audit.json`` names the threshold), or 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+
+BASELINE_SCHEMA = "wormhole-replay-audit-baseline"
+AUDIT_SCHEMA = "wormhole-replay-audit"
+VERSION = 1
+
+
+def _fraction(text: str) -> float:
+    """A threshold: a fraction (``0.01``) or a percentage (``1%``)."""
+    t = str(text).strip()
+    try:
+        x = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.01 or a percentage like 1%, not {text!r}") from None
+    if not x >= 0:
+        raise argparse.ArgumentTypeError(f"a threshold must be >= 0, not {text!r}")
+    return x
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text!r}")
+    return n
+
+
+def add_parser(subparsers, parser_class=None):
+    """Register ``audit`` on ``subparsers`` (an argparse ``add_subparsers`` result).
+    ``parser_class`` is accepted for symmetry with the other commands (audit has no sub-actions)."""
+    a = subparsers.add_parser(
+        "audit", help="accelerated vs full simulation of a trace: errors, speedup, report",
+        description="Replay TRACE accelerated (wormhole) and fully (packet by packet), match the flows one to "
+                    "one and report FCT, collective and iteration-time errors, speedup, what was fast-forwarded "
+                    "and which memo entries the largest errors came from: DIR/report.html, DIR/audit.json and "
+                    "the tables. Exit status 1 when a --max-* threshold is exceeded, 2 on bad input.")
+    a.add_argument("trace", help="native trace file (.parquet)")
+    a.add_argument("--topology", required=True, help="topology spec or topology.txt (hosts are the GPUs)")
+    a.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
+    a.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
+    a.add_argument("--iterations", type=int, metavar="N", help="audit only the first N iterations of the trace")
+    a.add_argument("--out", required=True, metavar="DIR", help="output folder (report.html, audit.json, tables, full/)")
+    a.add_argument("--baseline", metavar="DIR", help="reuse the full run saved by an earlier audit (its --out folder "
+                   "or its full/) instead of simulating it again; refused if made with other inputs")
+    a.add_argument("--noise-floor", action="store_true",
+                   help="also run the full simulation with one compute op 1 ns longer, and report how far the full "
+                        "simulation moves from itself beside the accelerated run's errors (one more full run, "
+                        "saved with the baseline and reused from it)")
+    a.add_argument("--spot-check", type=_count, default=0, metavar="N",
+                   help="re-simulate N memo hits (distinct entries) packet by packet and report each one's error "
+                        "(one more accelerated run)")
+    a.add_argument("--worst", type=_count, default=10, metavar="K", help="how many worst flows, collectives and "
+                   "memo entries to list (default 10)")
+    t = a.add_argument_group("thresholds (exit status 1 when exceeded; X is a fraction, 0.01, or a percentage, 1%%)")
+    t.add_argument("--max-mean-error", type=_fraction, metavar="X", help="mean per-flow FCT error")
+    t.add_argument("--max-p99-error", type=_fraction, metavar="X", help="p99 per-flow FCT error")
+    t.add_argument("--max-iteration-error", type=_fraction, metavar="X", help="largest iteration-time error")
+    a.add_argument("--json", action="store_true", help="print audit.json on stdout")
+    a.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    g = a.add_argument_group("accelerated run")
+    g.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
+                   "(default: memo.sqlite in the output folder)")
+    g.add_argument("--no-memo", action="store_true", help="no memo database: steady-state fast-forwarding only")
+    g.add_argument("--memo-shared-prefixes", action="store_true",
+                   help="also memoize transients of flows sharing links that end before a steady state")
+    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold (0.05)")
+    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16)")
+    g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: derived from the CC)")
+    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 30us")
+    return a
+
+
+# --- the plan: every input checked before anything runs or is written ------------------------------
+
+@dataclass
+class Plan:
+    trace_path: Path
+    trace: object  # workload.trace.Trace
+    topology: str
+    cc: str
+    iterations: int  # effective: the trace's count when --iterations is not given
+    iterations_arg: int | None
+    overrides: str | None
+    fast_forward: object
+    memo_db: str | None
+    out: Path
+    identity: dict
+    baseline_dir: Path | None = None
+    baseline: dict | None = None
+    notes: list = field(default_factory=list)
+
+
+def _sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _topology_file(spec: str) -> Path | None:
+    p = Path(spec)
+    return p if ":" not in spec and p.is_file() else None
+
+
+def _fast_forward(args):
+    from ..engine.fastforward import FastForward
+    from ..topology.units import parse_time_ns
+
+    try:
+        window = parse_time_ns(args.ff_window) if args.ff_window else None
+        tail = parse_time_ns(args.ff_tail) if args.ff_tail else None
+    except ValueError as e:
+        raise InputError(f"audit: bad --ff-window / --ff-tail ({e})") from None
+    return FastForward(theta=args.ff_theta if args.ff_theta is not None else 0.05,
+                       samples=args.ff_samples if args.ff_samples is not None else 16,
+                       window_ns=window, tail_ns=tail)
+
+
+def _plan(args) -> Plan:
+    import inspect
+
+    from .. import __version__
+    from ..api import fast_forward_for, prepare_direct_run
+    from ..replay import replay
+    from ..workload.trace import load_trace
+
+    trace_path = Path(args.trace)
+    trace = load_trace(trace_path)  # InputError: missing or not a trace
+    n_iter = trace.iterations
+    if args.iterations is not None and not 1 <= args.iterations <= n_iter:
+        raise InputError(f"audit: --iterations {args.iterations}: the trace has {n_iter} iteration(s)")
+    prepare_direct_run(args.topology, None, args.cc, config=args.overrides, out=None)  # topology, cc, config
+    ff = fast_forward_for("wormhole", _fast_forward(args))
+    if args.memo_db and args.no_memo:
+        raise InputError("audit: give --memo-db or --no-memo, not both")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: not a folder (--out)")
+    memo_db = None if args.no_memo else (args.memo_db or str(out / "memo.sqlite"))
+    if args.spot_check:
+        if memo_db is None:
+            raise InputError("audit: --spot-check checks memo hits; it needs a memo database (drop --no-memo)")
+        if "memo_spot_check" not in inspect.signature(replay).parameters:
+            raise InputError("audit: --spot-check: this build's replay() cannot spot-check memo hits")
+    topo_file = _topology_file(args.topology)
+    identity = {
+        "trace_sha256": _sha256(trace_path),
+        "topology": args.topology.strip(),
+        "topology_sha256": _sha256(topo_file) if topo_file else None,
+        "cc": args.cc,
+        "iterations": args.iterations or n_iter,
+        "config_sha256": _sha256(args.overrides) if args.overrides else None,
+        "tool_version": __version__,
+    }
+    plan = Plan(trace_path, trace, args.topology, args.cc, args.iterations or n_iter, args.iterations,
+                args.overrides, ff, memo_db, out, identity)
+    if args.baseline:
+        plan.baseline_dir, plan.baseline = _load_baseline(Path(args.baseline), identity, args.noise_floor)
+    return plan
+
+
+# --- baselines -----------------------------------------------------------------------------------
+
+def _differences(saved: dict, now: dict) -> list[str]:
+    """What makes a saved baseline unusable for this audit, in words."""
+    out = []
+    if saved.get("trace_sha256") != now["trace_sha256"]:
+        out.append(f"baseline was made from another trace (sha256 {str(saved.get('trace_sha256'))[:12]}..., "
+                   f"this one is {now['trace_sha256'][:12]}...)")
+    if saved.get("topology") != now["topology"]:
+        out.append(f"baseline was made with --topology {saved.get('topology')}, not {now['topology']}")
+    elif saved.get("topology_sha256") != now["topology_sha256"]:
+        out.append(f"baseline was made with another version of the topology file {now['topology']}")
+    if saved.get("cc") != now["cc"]:
+        out.append(f"baseline was made with --cc {saved.get('cc')}, not {now['cc']}")
+    if saved.get("iterations") != now["iterations"]:
+        out.append(f"baseline covers {saved.get('iterations')} iteration(s), not {now['iterations']}")
+    if saved.get("config_sha256") != now["config_sha256"]:
+        said = "no --config" if saved.get("config_sha256") is None else "another --config"
+        nowc = "this --config" if now["config_sha256"] else "none"
+        out.append(f"baseline was made with {said} (now: {nowc})")
+    if saved.get("tool_version") != now["tool_version"]:
+        out.append(f"baseline was made by wormhole-replay {saved.get('tool_version')}, this is {now['tool_version']}")
+    return out
+
+
+def _read_tables(d: Path, where: str) -> dict:
+    import pandas as pd
+
+    try:
+        flows = pd.read_parquet(d / "flows.parquet")
+        coll = pd.read_csv(d / "collectives.csv", keep_default_na=False)
+        its = pd.read_csv(d / "iterations.csv", keep_default_na=False)
+    except FileNotFoundError as e:
+        raise InputError(f"{where}: incomplete baseline ({Path(e.filename).name} is missing)") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{where}: unreadable baseline table ({str(e).splitlines()[0][:120]})") from None
+    return {"flows": flows, "collectives": coll, "iterations": its}
+
+
+def _load_baseline(given: Path, identity: dict, want_noise: bool) -> tuple[Path, dict]:
+    """The saved full run at ``given`` (an audit folder or its ``full/``), checked against this
+    audit's ``identity``: {``meta``, ``tables``, ``noise`` (tables or None)}."""
+    d = given if (given / "baseline.json").is_file() else given / "full"
+    if not (d / "baseline.json").is_file():
+        if not given.exists():
+            raise InputError(f"{given}: no such baseline folder (--baseline)")
+        raise InputError(f"{given}: not an audit baseline (no baseline.json in it or in its full/)")
+    try:
+        meta = json.loads((d / "baseline.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{d / 'baseline.json'}: unreadable ({e})") from None
+    if not isinstance(meta, dict) or meta.get("schema") != BASELINE_SCHEMA:
+        raise InputError(f"{d / 'baseline.json'}: not an audit baseline")
+    if int(meta.get("version", 0)) > VERSION:
+        raise InputError(f"{d / 'baseline.json'}: baseline format version {meta['version']} is newer than this program reads")
+    diffs = _differences(meta.get("identity") or {}, identity)
+    if diffs:
+        raise InputError(f"{given}: " + "; ".join(diffs) + " (run the audit without --baseline to make a new one)")
+    tables = _read_tables(d, str(d))
+    noise = None
+    if want_noise and meta.get("noise_floor") and (d / "noise" / "baseline.json").is_file():
+        noise = _read_tables(d / "noise", str(d / "noise"))
+    return d, {"meta": meta, "tables": tables, "noise": noise}
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+def _say(args, text: str) -> None:
+    if not args.quiet:
+        print(f"audit: {text}", file=sys.stderr, flush=True)
+
+
+def _runs(plan: Plan, args) -> dict:
+    from ..replay import ReplayResult, replay
+    from ..workload.trace import Trace
+    from .compare import perturb_ops
+
+    common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
+                  progress=not args.quiet)
+    wh = dict(mode="wormhole", fast_forward=plan.fast_forward, memo_db=plan.memo_db,
+              memo_shared_prefixes=args.memo_shared_prefixes)
+    runs = {"sources": {}}
+    _say(args, "accelerated run (wormhole)")
+    runs["wormhole"] = replay(str(plan.trace_path), **common, **wh)  # by path: the memo records the trace digest
+    runs["sources"]["wormhole"] = "simulated"
+    if plan.baseline is not None:
+        t, meta = plan.baseline["tables"], plan.baseline["meta"]
+        runs["full"] = ReplayResult(flows=t["flows"], collectives=t["collectives"], iterations=t["iterations"],
+                                    counters=dict(meta.get("counters") or {}))
+        runs["sources"]["full"] = f"baseline {plan.baseline_dir}"
+        _say(args, f"full run: reused from {plan.baseline_dir}")
+    else:
+        _say(args, "full run (packet by packet)")
+        runs["full"] = replay(plan.trace, **common, mode="full")
+        runs["sources"]["full"] = "simulated"
+    runs["perturbation"] = runs["perturbed"] = None
+    if args.noise_floor:
+        ops, info = perturb_ops(plan.trace.ops)
+        saved = plan.baseline["noise"] if plan.baseline is not None else None
+        if info is None:
+            plan.notes.append("No noise floor: the trace has no compute op to perturb.")
+        elif saved is not None and plan.baseline["meta"].get("noise_floor") == info:
+            meta = plan.baseline["meta"]
+            runs["perturbed"] = ReplayResult(flows=saved["flows"], collectives=saved["collectives"],
+                                             iterations=saved["iterations"],
+                                             counters=dict(meta.get("noise_counters") or {}))
+            runs["perturbation"] = info
+            runs["sources"]["noise_floor"] = f"baseline {plan.baseline_dir}"
+            _say(args, f"noise floor: reused from {plan.baseline_dir}")
+        else:
+            _say(args, f"noise floor: full run with op {info['op_id']} ({info['name']}, rank {info['rank']}) 1 ns longer")
+            runs["perturbed"] = replay(Trace(ops, plan.trace.meta), **common, mode="full")
+            runs["perturbation"] = info
+            runs["sources"]["noise_floor"] = "simulated"
+    runs["spot_checks"] = None
+    if args.spot_check:
+        _say(args, f"spot check: accelerated run again, {args.spot_check} memo hit(s) simulated instead of applied")
+        spot = replay(str(plan.trace_path), **common, **wh, memo_spot_check=args.spot_check)
+        runs["spot_checks"] = spot.spot_checks
+        runs["spot_counters"] = spot.counters
+        runs["sources"]["spot_check"] = "simulated"
+    return runs
+
+
+# --- the audit ---------------------------------------------------------------------------------------
+
+def _summary(res) -> dict:
+    from .compare import jsonable
+
+    c = res.counters or {}
+    out = {k: c.get(k) for k in ("mode", "wall_seconds", "simulated_ns", "events", "flows", "flows_completed",
+                                 "drops", "pfc_pauses")}
+    out["iterations"] = [{"index": int(r.index), "duration_ns": int(r.duration_ns)} for r in res.iterations.itertuples()]
+    if "wormhole" in c:
+        out["wormhole"] = c["wormhole"]
+    return jsonable(out)
+
+
+def _list_text(values) -> list:
+    return [" ".join(str(x) for x in (list(v) if v is not None else [])) for v in values]
+
+
+def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
+    """``(audit, tables)``: the audit.json content and the tables to write and plot."""
+    import numpy as np
+
+    from .. import __version__
+    from .compare import (annotate_flows, check_thresholds, entries_by_error, error_stats, fast_forward_summary,
+                          iteration_stats, jsonable, match_collectives, match_flows, match_iterations,
+                          MismatchError, noise_comparison, partitions_by_error, records, worst_flows)
+
+    full, fast, pert = runs["full"], runs["wormhole"], runs["perturbed"]
+    hits, jumps = getattr(fast, "memo_hits", None), getattr(fast, "jumps", None)
+    try:
+        flows = annotate_flows(match_flows(full.flows, fast.flows), hits, jumps)
+        its = match_iterations(full.iterations, fast.iterations)
+        coll = match_collectives(full.collectives, fast.collectives)
+        noise = None
+        if pert is not None:
+            nf = match_flows(full.flows, pert.flows, side="perturbed")
+            ni = match_iterations(full.iterations, pert.iterations, side="perturbed")
+            nc = match_collectives(full.collectives, pert.collectives, side="perturbed")
+            flows = flows.merge(nf[["flow_id", "fct_perturbed", "error"]].rename(columns={"error": "noise_error"}),
+                                on="flow_id")
+            its = its.merge(ni[["index", "duration_perturbed", "error"]].rename(columns={"error": "noise_error"}),
+                            on="index")
+            coll = coll.merge(nc[["unit", "duration_perturbed", "error"]].rename(columns={"error": "noise_error"}),
+                              on="unit")
+            noise = {"fct_error": error_stats(flows["noise_error"]), "iteration_error": iteration_stats(ni),
+                     "collective_error": error_stats(nc["error"])}
+    except MismatchError as e:
+        where = f" (baseline {plan.baseline_dir})" if plan.baseline is not None else ""
+        raise InputError(f"audit: the runs cannot be matched{where}: {e}") from None
+
+    fct = error_stats(flows["error"])
+    fct["bias"] = float(np.nanmean(flows["signed_error"])) if fct["count"] else None
+    iteration = iteration_stats(its)
+    iteration["iterations"] = records(its[["index", "duration_full", "duration_wormhole", "error", "signed_error"]])
+    collective = error_stats(coll["error"])
+    fc, wc = full.counters or {}, fast.counters or {}
+    w = wc.get("wormhole") or {}
+    wall_full, wall_fast = fc.get("wall_seconds"), wc.get("wall_seconds")
+    virtual = flows["virtual"].astype(bool) if "virtual" in flows else np.zeros(len(flows), bool)
+    net = flows[~virtual]
+    audit = {
+        "schema": AUDIT_SCHEMA, "version": VERSION, "tool_version": __version__,
+        "passed": True,
+        "inputs": {"trace": str(plan.trace_path), **plan.identity, "config": plan.overrides,
+                   "memo_db": w.get("memo_db") if plan.memo_db else None,
+                   "fast_forward": w.get("options")},
+        "runs": runs["sources"],
+        "speedup": (wall_full / wall_fast) if wall_full and wall_fast else None,
+        "wall_seconds": {"full": wall_full, "wormhole": wall_fast},
+        "flows": {"total": int(len(flows)), "network": int(len(net)), "virtual": int(virtual.sum()),
+                  "measured": fct["count"],
+                  "incomplete_full": int((~net["completed_full"].astype(bool)).sum()) if "completed_full" in net else 0,
+                  "incomplete_wormhole": int((~net["completed_wormhole"].astype(bool)).sum())
+                  if "completed_wormhole" in net else 0},
+        "fct_error": fct,
+        "iteration_error": iteration,
+        "collective_error": collective,
+        "worst_flows": worst_flows(flows, hits, jumps, k=args.worst),
+        "worst_collectives": records(coll[np.isfinite(coll["error"])].sort_values("error", ascending=False)
+                                     .head(args.worst)[["unit", "name", "coll", "iteration", "duration_full",
+                                                        "duration_wormhole", "error"]]),
+        "worst_entries": records(entries_by_error(flows, hits, k=args.worst)),
+        "worst_partitions": records(partitions_by_error(flows, jumps, k=args.worst)),
+        "fast_forward": fast_forward_summary(fc, wc, jumps, fast.flows),
+        "memo": None,
+        "spot_check": None,
+        "noise_floor": None,
+        "thresholds": None,
+        "full": _summary(full),
+        "wormhole": _summary(fast),
+        "notes": list(plan.notes),
+    }
+    if plan.memo_db is not None:
+        audit["memo"] = {k: w.get(f"memo_{k}") for k in ("db", "hits", "misses", "refused", "inserts", "learned",
+                                                         "entries_at_start")}
+        audit["memo"]["hits_recorded"] = None if hits is None else int(len(hits))
+    if hits is None and plan.memo_db is not None:
+        audit["notes"].append("The accelerated run recorded no memo-hit journal: memo hits cannot be traced to flows.")
+    if jumps is None:
+        audit["notes"].append("The accelerated run recorded no jump journal: the fast-forwarded fractions and "
+                              "the timeline are not available.")
+    spot = runs["spot_checks"]
+    if args.spot_check:
+        s = spot if spot is not None else None
+        audit["spot_check"] = {
+            "requested": args.spot_check, "count": 0 if s is None else int(len(s)),
+            "error": error_stats(s["error"] if s is not None and len(s) else []),
+            "checks": [] if s is None else records(s.sort_values("error", ascending=False, na_position="last")
+                                                   [[c for c in ("time_ns", "digest", "t_conv_ns", "error") if c in s]]),
+        }
+        if s is not None and len(s) < args.spot_check:
+            audit["notes"].append(f"Spot check: {len(s)} of the {args.spot_check} requested hits were available "
+                                  "(the run had fewer memo hits of distinct entries).")
+    if noise is not None:
+        audit["noise_floor"] = {"perturbation": runs["perturbation"], **noise,
+                                **noise_comparison(fct, iteration, noise["fct_error"], noise["iteration_error"])}
+    limits = {"max_mean_error": args.max_mean_error, "max_p99_error": args.max_p99_error,
+              "max_iteration_error": args.max_iteration_error}
+    audit["thresholds"] = check_thresholds(audit, limits)
+    audit["passed"] = audit["thresholds"]["passed"]
+    tables = {"flows": flows, "collectives": coll, "iterations": its, "jumps": jumps, "memo_hits": hits,
+              "spot_checks": spot, "fast_flows": fast.flows}
+    return jsonable(audit), tables
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+def _write_text(path: Path, text: str) -> None:
+    from ..files import write_atomic
+
+    def w(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    write_atomic(path, w)
+
+
+def _write_run(d: Path, res, meta: dict | None) -> None:
+    from ..files import write_atomic
+
+    write_atomic(d / "flows.parquet", lambda tmp: res.flows.to_parquet(tmp, index=False))
+    write_atomic(d / "collectives.csv", lambda tmp: res.collectives.to_csv(tmp, index=False))
+    write_atomic(d / "iterations.csv", lambda tmp: res.iterations.to_csv(tmp, index=False))
+    if meta is not None:  # written last: a baseline.json names a complete folder
+        _write_text(d / "baseline.json", json.dumps(meta, indent=1, default=str) + "\n")
+
+
+def _write(plan: Plan, runs: dict, audit: dict, tables: dict, html: str) -> dict:
+    from ..files import write_atomic
+    from .compare import jsonable
+
+    out = plan.out
+    paths = {"report": out / "report.html", "audit": out / "audit.json", "flows": out / "flows.parquet",
+             "collectives": out / "collectives.csv", "iterations": out / "iterations.csv",
+             "baseline": out / "full"}
+    flows = tables["flows"].copy()
+    flows["memo_digests"] = [list(x) for x in flows["memo_digests"]]
+    spot = tables["spot_checks"]
+    if spot is not None:
+        paths["spot_checks"] = out / "spot_checks.csv"
+    audit["report"] = str(paths["report"])
+    audit["outputs"] = {k: str(v) for k, v in paths.items()}
+    full_meta = {"schema": BASELINE_SCHEMA, "version": VERSION, "identity": plan.identity,
+                 "trace": str(plan.trace_path), "config": plan.overrides,
+                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 "counters": jsonable(runs["full"].counters),
+                 "noise_floor": runs["perturbation"] if runs["perturbed"] is not None else None,
+                 "noise_counters": jsonable(runs["perturbed"].counters) if runs["perturbed"] is not None else None}
+    if plan.baseline is not None and plan.baseline["meta"].get("created_at"):
+        full_meta["created_at"] = plan.baseline["meta"]["created_at"]
+    try:
+        if runs["perturbed"] is not None:
+            _write_run(out / "full" / "noise", runs["perturbed"], {"schema": BASELINE_SCHEMA + "-noise",
+                                                                   "version": VERSION,
+                                                                   "perturbation": runs["perturbation"]})
+        _write_run(out / "full", runs["full"], full_meta)
+        write_atomic(paths["flows"], lambda tmp: flows.to_parquet(tmp, index=False))
+        write_atomic(paths["collectives"], lambda tmp: tables["collectives"].to_csv(tmp, index=False))
+        write_atomic(paths["iterations"], lambda tmp: tables["iterations"].to_csv(tmp, index=False))
+        if spot is not None:
+            s = spot.copy()
+            for c in s.columns:
+                if s[c].dtype == object and any(isinstance(v, (list, tuple)) or hasattr(v, "__array__") for v in s[c]):
+                    s[c] = _list_text(s[c])
+            write_atomic(paths["spot_checks"], lambda tmp: s.to_csv(tmp, index=False))
+        _write_text(paths["audit"], json.dumps(audit, indent=1) + "\n")
+        _write_text(paths["report"], html)
+    except OSError as e:
+        raise InputError(f"audit: cannot write outputs to {out}: {e.strerror}") from None
+    return paths
+
+
+# --- the command --------------------------------------------------------------------------------------
+
+def _print_human(audit: dict) -> None:
+    from .compare import pct
+
+    f, i = audit["fct_error"], audit["iteration_error"]
+    print(f"FCT error over {f['count']} network flows: mean {pct(f['mean'])}, p50 {pct(f['p50'])}, "
+          f"p90 {pct(f['p90'])}, p99 {pct(f['p99'])}, max {pct(f['max'])}")
+    print(f"iteration-time error: mean {pct(i['mean'])}, max {pct(i['max'])}; "
+          f"collective-time error: mean {pct(audit['collective_error']['mean'])}")
+    nf = audit["noise_floor"]
+    if nf is not None:
+        print(f"noise floor (full vs full with 1 ns more on one op): FCT mean {pct(nf['fct_error']['mean'])}, "
+              f"p99 {pct(nf['fct_error']['p99'])}, iteration max {pct(nf['iteration_error']['max'])}")
+        print(nf["verdict"])
+    s, ff, w = audit["speedup"], audit["fast_forward"], audit["wall_seconds"]
+    print(f"speedup {s:.2f}x (full {w['full']:.2f} s, wormhole {w['wormhole']:.2f} s); " if s else "speedup n/a; ",
+          end="")
+    print(f"fast-forwarded: {pct(ff['time_fraction'], 1)} of simulated time, {pct(ff['flow_time_fraction'], 1)} "
+          f"of flow time; events avoided {pct(ff['events_avoided'], 1)}")
+    m = audit["memo"]
+    if m is not None:
+        print(f"memo: {m['hits']} hits, {m['misses']} misses, {m['inserts']} inserts ({m['db']})")
+    sc = audit["spot_check"]
+    if sc is not None:
+        print(f"spot check: {sc['count']} hit(s) re-simulated, entry error mean {pct(sc['error']['mean'])}, "
+              f"max {pct(sc['error']['max'])}")
+    t = audit["thresholds"]
+    if t["exceeded"]:
+        print("thresholds exceeded: " + "; ".join(f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}"
+                                                  for x in t["exceeded"]))
+    elif any(v is not None for v in t["limits"].values()):
+        print("thresholds: passed")
+    print(f"report: {audit['report']}")
+
+
+def run(args) -> int:
+    """Execute ``audit``; the exit status (0, 1 when a threshold is exceeded)."""
+    from .report import render
+
+    t0 = time.perf_counter()
+    plan = _plan(args)
+    runs = _runs(plan, args)
+    audit, tables = build_audit(plan, runs, args)
+    audit["wall_seconds"]["audit"] = None  # filled just before writing
+    audit["report"] = str(plan.out / "report.html")
+    html = render(audit, tables)
+    audit["wall_seconds"]["audit"] = round(time.perf_counter() - t0, 3)
+    _write(plan, runs, audit, tables, html)
+    if args.json:
+        print(json.dumps(audit))
+    else:
+        _print_human(audit)
+    if not audit["passed"]:
+        if args.json:
+            from .compare import pct
+
+            print("wormhole-replay audit: thresholds exceeded: " + "; ".join(
+                f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}" for x in audit["thresholds"]["exceeded"]),
+                file=sys.stderr)
+        return 1
+    return 0
