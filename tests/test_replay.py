@@ -178,3 +178,26 @@ def test_generated_programs_are_per_rank_and_peers_adjacent():
     for g, members in t.meta["groups"].items():
         seqs = {r: list(coll[(coll.group == g) & (coll["rank"] == r)].sort_values("op_id").bytes) for r in members}
         assert len({tuple(v) for v in seqs.values()}) == 1, g
+
+
+def test_more_iterations_than_the_trace_repeat_its_last_one():
+    """--iterations beyond the trace's own repeat its last iteration, chained as the trace chains
+    its iterations: a one-iteration trace run twice times like the same job's two-iteration trace."""
+    from wormhole_replay.workload.trace import repeat_iterations
+
+    t = dp_trace(iterations=2)
+    four = repeat_iterations(t, 4)
+    assert four.iterations == 4 and four.ops["op_id"].is_unique
+    four.validate()
+    for k in (2, 3):
+        it = four.ops[four.ops.iteration == k]
+        assert len(it) == len(t.ops[t.ops.iteration == 1])
+        # each copy's first compute depends on the previous iteration's all-reduce of its rank
+        first = it[it.kind == "compute"].iloc[0]
+        (dep,) = first["deps"]
+        assert int(four.ops.set_index("op_id").loc[dep, "iteration"]) == k - 1
+    topo = "leaf-spine:hosts=8,leaves=2,spines=1"
+    two = replay(t, topo, "dcqcn", mode="full").iterations
+    once = Trace(t.ops[t.ops.iteration == 0], {**t.meta, "iterations": 1})
+    again = replay(once, topo, "dcqcn", iterations=2, mode="full").iterations
+    assert two["duration_ns"].tolist() == again["duration_ns"].tolist()

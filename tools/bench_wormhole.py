@@ -1,10 +1,12 @@
 #!/usr/bin/env python
 """Wormhole vs full simulation on one GPT and one MoE training iteration, in one process.
 
-Prints, per workload and CC: full and wormhole wall time, the speedup, the fraction of events
-avoided (measured: 1 - wormhole events / full events), and the per-flow FCT error (mean, p99, max)
-and iteration-time error of wormhole against full.  The iterations are sized so that the full run
-takes one to a few minutes here; expect ~10 minutes for the whole benchmark.
+Prints, per workload and CC, two wormhole rows against the same full run: steady-state
+fast-forwarding alone (``steady``), and with a memo database that starts empty (``+memo``: the
+iteration's own recurring transients and steady states are reused within the run).  Each row: full
+and wormhole wall time, the speedup, the fraction of events avoided (1 - wormhole events / full
+events), and the per-flow FCT error (mean, p99, max) and iteration-time error against full.  The
+iterations are sized so that the full run takes one to a few minutes here; expect ~15 minutes.
 
     python tools/bench_wormhole.py [--cc hpcc] [--only gpt|moe]
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -27,9 +31,7 @@ WORKLOADS = {
 }
 
 
-def compare(trace, cc: str) -> dict:
-    full = replay(trace, TOPOLOGY, cc, mode="full")
-    fast = replay(trace, TOPOLOGY, cc, mode="wormhole")
+def compare(full, fast) -> dict:
     a, b = full.flows, fast.flows
     net = ~a["virtual"].to_numpy()
     err = np.abs(b["fct_ns"].to_numpy()[net] - a["fct_ns"].to_numpy()[net]) / a["fct_ns"].to_numpy()[net]
@@ -40,7 +42,6 @@ def compare(trace, cc: str) -> dict:
         "events_avoided": 1 - fast.counters["events"] / full.counters["events"],
         "fct_mean": err.mean(), "fct_p99": np.percentile(err, 99), "fct_max": err.max(),
         "iteration": float(np.max(np.abs(it_b - it_a) / it_a)), "flows": int(net.sum()),
-        "fast_forwards": fast.counters["wormhole"]["fast_forwards"],
     }
 
 
@@ -51,15 +52,21 @@ def main() -> int:
     a = ap.parse_args()
     # compile the kernels first so that neither mode pays for it
     replay(gpt_trace(GPT_PRESETS["gpt-13b"], 4, tp=4, name="warm-up"), TOPOLOGY, a.cc, mode="wormhole")
-    print(f"{'workload':10s} {'cc':6s} {'flows':>6s} {'full s':>8s} {'wormhole s':>10s} {'speedup':>8s} "
+    tmp = tempfile.TemporaryDirectory()
+    print(f"{'workload':16s} {'cc':6s} {'flows':>6s} {'full s':>8s} {'wormhole s':>10s} {'speedup':>8s} "
           f"{'events avoided':>14s} {'FCT err mean':>12s} {'p99':>8s} {'max':>8s} {'iter err':>8s}")
     for name, make in WORKLOADS.items():
         if a.only and name != a.only:
             continue
-        r = compare(make(), a.cc)
-        print(f"{name:10s} {a.cc:6s} {r['flows']:6d} {r['full_s']:8.1f} {r['wormhole_s']:10.1f} {r['speedup']:7.1f}x "
-              f"{r['events_avoided'] * 100:13.2f}% {r['fct_mean'] * 100:11.3f}% {r['fct_p99'] * 100:7.3f}% "
-              f"{r['fct_max'] * 100:7.3f}% {r['iteration'] * 100:7.3f}%", flush=True)
+        trace = make()
+        full = replay(trace, TOPOLOGY, a.cc, mode="full")
+        runs = {"steady": {}, "+memo": {"memo_db": str(Path(tmp.name) / f"{name}.sqlite")}}
+        for how, kw in runs.items():
+            r = compare(full, replay(trace, TOPOLOGY, a.cc, mode="wormhole", **kw))
+            print(f"{name + ' ' + how:16s} {a.cc:6s} {r['flows']:6d} {r['full_s']:8.1f} {r['wormhole_s']:10.1f} "
+                  f"{r['speedup']:7.1f}x {r['events_avoided'] * 100:13.2f}% {r['fct_mean'] * 100:11.3f}% "
+                  f"{r['fct_p99'] * 100:7.3f}% {r['fct_max'] * 100:7.3f}% {r['iteration'] * 100:7.3f}%", flush=True)
+    tmp.cleanup()
     return 0
 
 

@@ -282,6 +282,7 @@ ML_CHANGED = 1  # the partition's flows changed: a transient begins (look it up)
 ML_STEADY = 2  # the partition was found steady and froze (store the transient that led here)
 ML_SAMPLED = 3  # rates were sampled (ML_PART -1): snapshot the transients being learned
 ML_THAWED = 4  # the partition's jump ended (the journal of jumps)
+ML_SHORT = 5  # the partition's flows are flat over a short window: a known steady state?
 WH_SEQ_BASE = 1 << 60
 
 # --- kernel return codes -----------------------------------------------------------------------

@@ -41,6 +41,7 @@ from .queue import QN_SEQ, QN_TIME, QN_WHERE, q_remove, q_set
 from .slots import kick, next_seq, qp_slot, sample_slot, wake_slot, wh_seq
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
+KNOWN_SAMPLES = 4  # a steady state the memo knows is recognised after this many flat samples
 PARKED = -2  # QN_WHERE of an event held while its partition is frozen
 NEVER = 1 << 62
 T_TIMERS = 4  # a flow's QP slots 0..3 are its CC and retransmission timers
@@ -252,21 +253,15 @@ def _shift_packet(ft, pk, ci, k, i, shift):
 @njit(cache=True, _nrt=False)
 def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
     """Freeze steady partition k until its first flow reaches its tail; False if that is too soon."""
-    payload = ci[CI_PAYLOAD]
-    wire = (payload + ci[CI_DATA_HDR]) / payload
     l = ci[CI_WH_L]
-    # steady rates: the window's mean delivered rate, scaled so that no link carries more than its rate
-    p = wp[k, WP_PORTS]
-    while p >= 0:
-        wsf[p] = 0.0
-        p = pt[p, PT_PNEXT]
+    # steady rates: the window's mean delivered rate
     confirmed = wp[k, WP_FRESH] == 0  # same flows as the last jump: do their rates still hold?
     half = l // 2
-    resolution = payload * 8e9 / ci[CI_WH_TAU]
+    resolution = ci[CI_PAYLOAD] * 8e9 / ci[CI_WH_TAU]
     drift = 0.0  # the largest relative change between a window's halves, beyond resolution
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        s_old, s_new, lo, hi = _window(sr, f, (ft[f, FT_NSAMP] - 1) % l, l)
+        s_old, s_new, lo, hi = _window(sr, f, (ft[f, FT_NSAMP] - 1) % l, l, l)
         r = (s_old + s_new) / l
         d = _half_change(s_old, s_new, l, resolution) / r
         if d > drift:
@@ -275,8 +270,6 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
         if prev <= 0.0 or abs(r - prev) > 0.5 * cf[CF_WH_THETA] * prev:
             confirmed = False
         ff[f, FF_STEADY] = r
-        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-            wsf[paths[j]] += r * wire
         f = ft[f, FT_PNEXT]
     # extrapolate no further than the rates have proven to hold: the first jump after a change is
     # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one
@@ -289,6 +282,31 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
         limit = DRIFT_BUDGET * cf[CF_WH_THETA] * (l - half) * ci[CI_WH_TAU] / drift
         if limit < cap:
             cap = np.int64(limit)
+    return _plan(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, st, wp, wl, wsf, k, cap)
+
+
+@njit(cache=True, _nrt=False)
+def freeze_known(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, st, wp, wl, wsf, k):
+    """Freeze live partition k at the steady rates the caller set in ``FF_STEADY`` (a steady state
+    the memo knows, recognised before a full window); False if a flow's tail is too near."""
+    return _plan(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, st, wp, wl, wsf, k, ci[CI_WH_CAP])
+
+
+@njit(cache=True, _nrt=False)
+def _plan(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, st, wp, wl, wsf, k, cap):
+    """Jump partition k at its flows' ``FF_STEADY`` rates (scaled so that no link carries more
+    than its rate) until the first flow reaches its tail, at most ``cap``; False if too soon."""
+    payload = ci[CI_PAYLOAD]
+    wire = (payload + ci[CI_DATA_HDR]) / payload
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        wsf[p] = 0.0
+        p = pt[p, PT_PNEXT]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+            wsf[paths[j]] += ff[f, FF_STEADY] * wire
+        f = ft[f, FT_PNEXT]
     jump = NEVER
     tail = ci[CI_WH_TAIL]
     f = wp[k, WP_FLOWS]
@@ -577,15 +595,16 @@ def flow_finished(pt, ft, paths, ci, st, wp, wl, wsi, ml, f):
 
 
 @njit(cache=True, _nrt=False)
-def _window(sr, f, oldest, l):
-    """Flow f's window of samples, oldest first: sums of its older and newer halves, min, max."""
+def _window(sr, f, oldest, n, l):
+    """Flow f's ``n`` samples from ring position ``oldest`` (a ring of ``l``): sums of their older
+    and newer halves, min, max."""
     lo = sr[f, oldest]
     hi = lo
     s_old = 0.0
     s_new = 0.0
-    for j in range(l):
+    for j in range(n):
         v = sr[f, (oldest + j) % l]
-        if j < l // 2:
+        if j < n // 2:
             s_old += v
         else:
             s_new += v
@@ -602,16 +621,16 @@ def _half_change(s_old, s_new, l, resolution):
 
 
 @njit(cache=True, _nrt=False)
-def _flat(sr, f, oldest, l, theta, resolution):
+def _flat(sr, f, oldest, n, l, theta, resolution):
     """Flow f's window is steady: its samples spread less than theta of their mean (beyond one
     packet of resolution), and its older and newer halves agree within theta / 4 (no drift: a
     rate creeping by a few percent per window would pass the spread test, then be extrapolated
     over a long jump)."""
-    s_old, s_new, lo, hi = _window(sr, f, oldest, l)
+    s_old, s_new, lo, hi = _window(sr, f, oldest, n, l)
     s = s_old + s_new
-    if s <= 0.0 or hi - lo - resolution > theta * s / l:
+    if s <= 0.0 or hi - lo - resolution > theta * s / n:
         return False
-    return _half_change(s_old, s_new, l, resolution) <= 0.25 * theta * s / l
+    return _half_change(s_old, s_new, n, resolution) <= 0.25 * theta * s / n
 
 
 @njit(cache=True, _nrt=False)
@@ -624,7 +643,9 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
     i = 0
     while i < st[ST_WH_NLIVE]:
         k = wl[i]
-        steady = wp[k, WP_NSAMP] >= l  # a full window since the flows last changed
+        m = wp[k, WP_NSAMP]
+        steady = m >= l  # a full window since the flows last changed
+        known = ci[CI_MEMO] != 0 and KNOWN_SAMPLES <= m < l  # ... or a short one, for the memo
         wp[k, WP_NSAMP] += 1
         f = wp[k, WP_FLOWS]
         while f >= 0:
@@ -636,8 +657,12 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             ft[f, FT_SAMP_T] = st[ST_NOW]
             ft[f, FT_NSAMP] = n + 1
             if steady:
-                steady = _flat(sr, f, n % l, l, theta, resolution)
+                steady = _flat(sr, f, n % l, l, l, theta, resolution)
+            if known:
+                known = _flat(sr, f, (n - KNOWN_SAMPLES) % l, KNOWN_SAMPLES, l, theta, resolution)
             f = ft[f, FT_PNEXT]
+        if known:  # flat over a short window: the memo may know this steady state
+            _log(wp, ml, ci, st, ML_SHORT, k)
         if steady and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
             _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition

@@ -84,8 +84,8 @@ class MemoSession:
         self.hit_flows: list = []  # the lowest flow id of each partition a hit was applied to
         self.looked_flows: list = []  # ... of each partition whose transient was looked up
         self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
-        self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_inserts": 0,
-                         "memo_too_large": 0, "memo_entries_at_start": len(entries)}
+        self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_steady_hits": 0,
+                         "memo_inserts": 0, "memo_too_large": 0, "memo_entries_at_start": len(entries)}
         for e in entries:
             self._add(e)
 
@@ -180,8 +180,11 @@ class MemoSession:
             elif kind == L.ML_CHANGED:
                 if wp[k, L.WP_STATE] == 1:
                     self._changed(state, k, gen, t)
+            elif kind == L.ML_SHORT:
+                if wp[k, L.WP_STATE] == 1:
+                    self._short(state, k, gen, t)
             else:
-                self._steady(state, k, gen, t)
+                self._steady(state, k, gen, t, self.l)
 
     def _snapshot(self, state, flows) -> Snapshot:
         ft, ff, qn = state.ft, state.ff, state.qn
@@ -300,20 +303,46 @@ class MemoSession:
                                                          "actual_bytes", "error", "interrupted"]),
         }
 
-    def _steady(self, state, k, gen, t) -> None:
-        """Partition k froze, steady: learn its steady state and the transient that led to it."""
+    def _short(self, state, k, gen, t) -> None:
+        """Partition k's flows have been flat for a few samples: if the memo knows the steady
+        state their rates make, freeze it now rather than after a full window."""
         flows = self._flows(state, k)
         if len(flows) > fcg.MAX_VERTICES:
             return
-        self._open_jumps[k] = (t, "steady", flows)
+        ft, ff = state.ft, state.ff
+        n = ft[flows, L.FT_NSAMP]
+        recent = [[state.sr[f, (m - 2 - j) % self.l] for j in range(wh.KNOWN_SAMPLES)] for f, m in zip(flows, n)]
+        g = self._fcg(state, flows, np.mean(recent, axis=1))
+        e, m = self.find("steady", g)
+        if e is None:
+            return
+        at = np.array(flows, np.int64)[[m[i] for i in range(len(flows))]]
+        saved = ff[at, L.FF_STEADY].copy()
+        ff[at, L.FF_STEADY] = np.array(e.value["rates"], np.float64)
+        s = state
+        if not wh.freeze_known(s.pt, s.nt, s.ft, s.ff, s.paths, s.qn, s.qw, s.qm, s.hs, s.hpos, s.ci, s.st, s.wp,
+                               s.wl, s.wsf, k):
+            ff[at, L.FF_STEADY] = saved
+            return
+        self.counters["memo_steady_hits"] += 1
+        self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
+        self._steady(state, k, gen, t, wh.KNOWN_SAMPLES, kind="memo-steady")
+
+    def _steady(self, state, k, gen, t, window, kind="steady") -> None:
+        """Partition k froze, steady over the last ``window`` samples: learn its steady state and
+        the transient that led to it."""
+        flows = self._flows(state, k)
+        if len(flows) > fcg.MAX_VERTICES:
+            return
+        self._open_jumps[k] = (t, kind, flows)
         rates = state.ff[flows, L.FF_STEADY]
         now = self._snapshot(state, flows)
         self.learn("steady", self._fcg(state, flows, rates), {"rates": rates.tolist(), "cc": now.cc.tolist()})
         p = self.pending.pop(k, None)
         if p is None or p.gen != gen or p.key.flows != flows:
             return
-        # the steadiness window began l samples ago: the transient is what came before it
-        t_ws = t - self.l * self.tau
+        # the steadiness window began ``window`` samples ago: the transient is what came before it
+        t_ws = t - window * self.tau
         at = [x for x in p.snaps if x.t == t_ws]
         if t_ws < p.t or not at:
             return

@@ -29,22 +29,25 @@ import pandas as pd
 from ..errors import InputError
 from . import collectives as C
 from .flowfile import FlowSet, find_cycle
-from .trace import Trace
+from .trace import Trace, repeat_iterations
 
 INTRA_BW_BPS = 2_880_000_000_000
 INTRA_LATENCY_NS = 25
 
 
 def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[FlowSet, pd.DataFrame]:
-    """The flows of ``trace`` (its first ``iterations`` iterations) on ``topo``.
+    """The flows of ``trace`` (its first ``iterations`` iterations; more than it has repeat its
+    last one) on ``topo``.
 
     Returns the :class:`FlowSet` and a table, one row per flow: ``flow_id, op_id, unit, kind,
     name, coll, iteration, rank``.
     """
+    if iterations is not None:
+        if iterations < 1:
+            raise InputError(f"--iterations {iterations}: give at least one")
+        trace = repeat_iterations(trace, iterations)  # beyond the trace's own, its last one repeats
     ops = trace.ops
     if iterations is not None:
-        if iterations < 1 or iterations > trace.iterations:
-            raise InputError(f"--iterations {iterations}: the trace has {trace.iterations} iteration(s)")
         ops = ops[ops["iteration"] < iterations]
     n_ranks = trace.ranks
     hosts = np.asarray(topo.hosts)

@@ -167,6 +167,63 @@ def save_trace(trace: Trace, path: str | Path) -> None:
     write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
 
+def repeat_iterations(trace: Trace, n: int) -> Trace:
+    """The trace run for ``n`` iterations: beyond its own, its last iteration repeats (training
+    iterations are alike).  A copy's dependencies follow the original's: inside the iteration to
+    the copies, and to the previous iteration as the last iteration depends on the one before it
+    (ops matched by rank and order within the iteration); a one-iteration trace chains each rank's
+    first ops of a copy after its last ops of the previous one."""
+    have = trace.iterations
+    if n <= have:
+        return trace
+    ops = trace.ops
+    last = ops[ops["iteration"] == have - 1]
+    prev = ops[ops["iteration"] == have - 2] if have > 1 else ops.iloc[:0]
+    pos = {}  # op id -> (rank, index of the op among its rank's ops of its iteration)
+    for frame in (prev, last):
+        for r, g in frame.groupby("rank", sort=False):
+            for j, o in enumerate(g["op_id"].to_numpy()):
+                pos[int(o)] = (int(r), j)
+    last_ids = [int(o) for o in last["op_id"].to_numpy()]
+    prev_ids = {int(o) for o in prev["op_id"].to_numpy()}
+    inside = set(last_ids)
+    sinks = {}  # rank -> ops of the iteration no op of the iteration depends on
+    if have == 1:
+        needed = {int(d) for ds in last["deps"] for d in ds}
+        for o, r in zip(last_ids, last["rank"].to_numpy()):
+            if o not in needed:
+                sinks.setdefault(int(r), []).append(o)
+    by_pos = {pos[o]: o for o in last_ids}
+    next_id = int(ops["op_id"].max()) + 1
+    before = {o: o for o in last_ids}  # op of the last iteration -> its counterpart one iteration earlier
+    frames = [ops]
+    for k in range(have, n):
+        new = {o: next_id + i for i, o in enumerate(last_ids)}
+        next_id += len(last_ids)
+        deps = []
+        for o, ds, r in zip(last_ids, last["deps"], last["rank"].to_numpy()):
+            out = []
+            for d in ds:
+                d = int(d)
+                if d in inside:
+                    out.append(new[d])
+                elif d in prev_ids and pos[d] in by_pos:  # the previous iteration's counterpart
+                    out.append(before[by_pos[pos[d]]])
+                else:
+                    out.append(d)
+            if have == 1 and not ds:
+                out = [before[s] for s in sinks.get(int(r), [])]
+            deps.append(out)
+        copy = last.copy()
+        copy["op_id"] = [new[o] for o in last_ids]
+        copy["iteration"] = k
+        copy["deps"] = deps
+        frames.append(copy)
+        before = new
+    meta = {**trace.meta, "iterations": n}
+    return Trace(pd.concat(frames, ignore_index=True), meta)
+
+
 def load_trace(path: str | Path) -> Trace:
     """Read the native format; refuse other files and newer versions with a clear error."""
     import pyarrow as pa
