@@ -197,3 +197,16 @@ def test_foreign_file_as_memo_database_is_one_clear_error(tmp_path):
 
 def test_scheme_names_the_networkx_version():
     assert fcg.SCHEME.endswith("nx" + ".".join(nx.__version__.split(".")[:2]))
+
+
+def test_entry_values_are_validated_before_use():
+    from wormhole_replay.memo.entry import validate
+
+    good = MemoEntry("transient", "fp", fcg.SCHEME, "h", {"v": [20, 20], "e": [[0, 1, 1]]},
+                     {"t_conv_ns": 5, "bytes": [1, 2], "rates": [1e9, 1e9], "steady": False, "pipe": [0, 3],
+                      "cc": [[0.0] * 16, [1.0] * 16]}).as_dict()
+    assert validate(good).digest == good["digest"]
+    for field, bad in (("cc", [[0.0] * 15, [1.0] * 16]), ("pipe", [0]), ("steady", 1), ("bytes", [1, -2])):
+        d = {**good, "value": {**good["value"], field: bad}}
+        with pytest.raises(ValueError):
+            validate(d)

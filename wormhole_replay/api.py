@@ -35,6 +35,7 @@ class Run:
     memo_db: str | None = None  # memo database (path or URL) used in wormhole mode; None: no memo
     memo_shared_prefixes: bool = False  # also memoize transients of flows sharing links up to a change
     memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
+    journal: bool = False  # wormhole without a memo database: still keep the journal of jumps
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
 
 
@@ -112,8 +113,13 @@ def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
     """Simulate a prepared run (no outputs written; in wormhole mode with ``run.memo_db`` the memo
     database is read before and written after)."""
     if run.fast_forward is None or run.memo_db is None:
+        journal = None
+        if run.fast_forward is not None and run.journal:
+            from .memo.session import journal_only
+
+            journal = journal_only
         return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
-                         on_slice=on_slice, fast_forward=run.fast_forward)
+                         on_slice=on_slice, fast_forward=run.fast_forward, memo=journal)
     from .memo.memoize import Memoizer
 
     memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes, spot_check=run.memo_spot_check)

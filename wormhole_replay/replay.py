@@ -37,12 +37,13 @@ class ReplayResult:
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
-           memo_shared_prefixes: bool = False, memo_spot_check: int = 0) -> ReplayResult:
+           memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
     ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to,
-    ``memo_spot_check`` how many hits (of distinct entries) to simulate and check instead of apply."""
+    ``memo_spot_check`` how many hits (of distinct entries) to simulate and check instead of apply;
+    ``journal`` keeps the tables of jumps (and memo hits) even without a memo database."""
     digest = None
     if not isinstance(trace, Trace):
         from .memo.memoize import digest_file
@@ -65,6 +66,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     run.memo_db = None if memo_db is None else str(memo_db)
     run.memo_shared_prefixes = memo_shared_prefixes
     run.memo_spot_check = memo_spot_check
+    run.journal = journal
     run.source_digest = digest
     flows, info = trace_to_flows(trace, run.topo, iterations)
     run.flows = flows

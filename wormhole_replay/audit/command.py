@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -179,6 +180,9 @@ def _plan(args) -> Plan:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: not a folder (--out)")
+    existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
+    if existing is None or not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{out}: cannot write there (--out)")
     memo_db = None if args.no_memo else (args.memo_db or str(out / "memo.sqlite"))
     if args.spot_check:
         if memo_db is None:
@@ -274,6 +278,33 @@ def _say(args, text: str) -> None:
         print(f"audit: {text}", file=sys.stderr, flush=True)
 
 
+WARMUP_BYTES = 40_000_000  # one flow long enough to be fast-forwarded under the default windows
+
+
+def _warm_up(plan: Plan) -> float:
+    """Compile (or load from Numba's cache) the engine's kernels before anything is timed, with one
+    flow across the topology in both modes; its seconds.  Without it the first run timed pays for
+    the compilation (tens of seconds after an engine change) and the speedup is meaningless."""
+    import tempfile
+
+    import numpy as np
+
+    from ..api import simulate
+    from ..topology import build_topology
+    from ..workload.flowfile import FlowSet
+
+    t0 = time.perf_counter()
+    topo = build_topology(plan.topology)
+    hosts = np.asarray(topo.hosts)
+    if len(hosts) >= 2:
+        flows = FlowSet.from_columns([int(hosts[0])], [int(hosts[-1])], [WARMUP_BYTES], [0])
+        with tempfile.TemporaryDirectory(prefix="wormhole-audit-") as d:
+            simulate(topo, flows, plan.cc, plan.overrides, mode="wormhole", fast_forward=plan.fast_forward,
+                     memo_db=None if plan.memo_db is None else str(Path(d) / "warm-up.sqlite"))
+        simulate(topo, flows, plan.cc, plan.overrides, mode="full")
+    return time.perf_counter() - t0
+
+
 def _runs(plan: Plan, args) -> dict:
     from ..replay import ReplayResult, replay
     from ..workload.trace import Trace
@@ -282,8 +313,10 @@ def _runs(plan: Plan, args) -> dict:
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
                   progress=not args.quiet)
     wh = dict(mode="wormhole", fast_forward=plan.fast_forward, memo_db=plan.memo_db,
-              memo_shared_prefixes=args.memo_shared_prefixes)
+              memo_shared_prefixes=args.memo_shared_prefixes, journal=True)
     runs = {"sources": {}}
+    _say(args, "warm-up (compiling or loading the engine's kernels, untimed)")
+    runs["warmup_seconds"] = _warm_up(plan)
     _say(args, "accelerated run (wormhole)")
     runs["wormhole"] = replay(str(plan.trace_path), **common, **wh)  # by path: the memo records the trace digest
     runs["sources"]["wormhole"] = "simulated"
@@ -351,7 +384,8 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     from .. import __version__
     from .compare import (annotate_flows, check_thresholds, entries_by_error, error_stats, fast_forward_summary,
                           iteration_stats, jsonable, match_collectives, match_flows, match_iterations,
-                          MismatchError, noise_comparison, partitions_by_error, records, worst_flows)
+                          MismatchError, noise_comparison, partitions_by_error, records, spot_check_errors,
+                          worst_flows)
 
     full, fast, pert = runs["full"], runs["wormhole"], runs["perturbed"]
     hits, jumps = getattr(fast, "memo_hits", None), getattr(fast, "jumps", None)
@@ -394,7 +428,7 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
                    "fast_forward": w.get("options")},
         "runs": runs["sources"],
         "speedup": (wall_full / wall_fast) if wall_full and wall_fast else None,
-        "wall_seconds": {"full": wall_full, "wormhole": wall_fast},
+        "wall_seconds": {"full": wall_full, "wormhole": wall_fast, "warmup": runs.get("warmup_seconds")},
         "flows": {"total": int(len(flows)), "network": int(len(net)), "virtual": int(virtual.sum()),
                   "measured": fct["count"],
                   "incomplete_full": int((~net["completed_full"].astype(bool)).sum()) if "completed_full" in net else 0,
@@ -429,12 +463,19 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
                               "the timeline are not available.")
     spot = runs["spot_checks"]
     if args.spot_check:
-        s = spot if spot is not None else None
+        s = None if spot is None else spot.copy()
+        if s is not None:
+            if "error" in s:
+                s = s.rename(columns={"error": "engine_error"})
+            s["error"] = spot_check_errors(s)
+            spot = s
+        cols = ("time_ns", "digest", "t_conv_ns", "expected_bytes", "actual_bytes", "interrupted", "error")
         audit["spot_check"] = {
             "requested": args.spot_check, "count": 0 if s is None else int(len(s)),
+            "interrupted": 0 if s is None or "interrupted" not in s else int(s["interrupted"].astype(bool).sum()),
             "error": error_stats(s["error"] if s is not None and len(s) else []),
             "checks": [] if s is None else records(s.sort_values("error", ascending=False, na_position="last")
-                                                   [[c for c in ("time_ns", "digest", "t_conv_ns", "error") if c in s]]),
+                                                   [[c for c in cols if c in s]]),
         }
         if s is not None and len(s) < args.spot_check:
             audit["notes"].append(f"Spot check: {len(s)} of the {args.spot_check} requested hits were available "

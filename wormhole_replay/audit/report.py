@@ -147,7 +147,7 @@ def plot_iterations(its: pd.DataFrame) -> str:
     ax.set_ylim(0, top * 1.15)
     ax.set_ylabel("iteration time (ms)")
     ax.set_title("Iteration times")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=len(series))
     return _png(fig)
 
 
@@ -163,12 +163,18 @@ def plot_collectives(coll: pd.DataFrame) -> str:
     c = coll.copy()
     c["label"] = [f"{n} ({k})" if k else str(n) for n, k in zip(c["name"], c["coll"])]
     g = c.groupby("label").agg(total=("duration_full", "sum"), **{s: (f"duration_{s}", "mean") for s in sides})
+    err = c.groupby("label")["error"].mean()
     g = g.sort_values("total", ascending=False).head(COLLECTIVE_BARS)
     _bars(ax, list(g.index), {s: g[s].to_numpy(dtype=float) / 1e3 for s in sides}, horizontal=True)
-    ax.set_xlabel("mean duration per instance (µs)")
+    ax.set_xscale("log")
+    right = float(np.nanmax(g[sides].to_numpy(dtype=float))) / 1e3
+    ax.set_xlim(right=right * 4)
+    for row, label in enumerate(g.index):
+        ax.text(right * 1.3, row, f"err {pct(err.get(label))}", va="center", fontsize=7)
+    ax.set_xlabel("mean duration per instance (µs, log scale); err: mean error of the accelerated run")
     shown = f" (the {len(g)} with the most time)" if len(g) < c["label"].nunique() else ""
-    ax.set_title(f"Collective and transfer times by name{shown}")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"Collective and transfer times by name{shown}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncols=len(sides))
     return _png(fig)
 
 
@@ -215,7 +221,7 @@ def plot_timeline(jumps: pd.DataFrame | None, fast_flows: pd.DataFrame | None, s
     ax.legend(handles=[Patch(color="#d0d0d0", label="simulated (its flows alive)"),
                        Patch(color=JUMP_COLORS["steady"], label="fast-forward: steady state"),
                        Patch(color=JUMP_COLORS["memo"], label="fast-forward: memoized transient")],
-              fontsize=8, loc="upper right")
+              fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3)
     return _png(fig)
 
 
@@ -225,9 +231,16 @@ def plot_spot_checks(spot: pd.DataFrame) -> str:
     ax = fig.subplots()
     s = spot.sort_values("error", ascending=False, na_position="last").reset_index(drop=True)
     e = s["error"].to_numpy(dtype=float) * 100
-    ax.bar(np.arange(len(s)), np.nan_to_num(e), color=JUMP_COLORS["memo"])
+    ok = np.isfinite(e)
+    ax.bar(np.arange(len(s))[ok], np.maximum(e[ok], 1e-4), color=JUMP_COLORS["memo"])
+    ax.set_yscale("log")
+    for i in range(len(s)):
+        text = pct(e[i] / 100) if ok[i] else "interrupted"
+        ax.text(i, max(e[i], 1e-4) * 1.3 if ok[i] else 1.3e-4, text, rotation=90 if not ok[i] else 0, ha="center",
+                va="bottom", fontsize=7, color="#555")
+    ax.set_ylim(1e-4, max(float(np.nanmax(e)) if ok.any() else 1.0, 1.0) * 30)
     ax.set_xticks(np.arange(len(s)), [str(d)[:8] for d in s["digest"]], rotation=60, fontsize=7)
-    ax.set_ylabel("entry bytes vs simulated (%)")
+    ax.set_ylabel("|entry - simulated| / simulated bytes (%)")
     ax.set_xlabel("memo entry (digest prefix)")
     ax.set_title("Spot checks: memo hits re-simulated packet by packet")
     return _png(fig)
@@ -404,12 +417,20 @@ def _spot(audit: dict) -> str:
         return ('<p class="small">Not run (<code>--spot-check N</code> re-simulates N memo hits packet by packet and '
                 "compares each with its entry).</p>")
     head = (f"<p>{sc['count']} of {sc['requested']} requested memo hit(s) were simulated packet by packet instead of "
-            f"applied (in a separate accelerated run) and compared with what the entry said each flow would deliver: "
-            f"error mean {pct(sc['error']['mean'])}, max {pct(sc['error']['max'])}.</p>")
-    rows = [[f"<code>{_e(c.get('digest'))}</code>", _us(c.get("time_ns")), _us(c.get("t_conv_ns")), pct(c.get("error"))]
-            for c in sc["checks"]]
-    return head + (_table(["entry digest", "hit at (µs)", "transient (µs)", "bytes error"], rows, left=(0,))
-                   if rows else "")
+            f"applied (in a separate accelerated run) and compared with what the entry said its flows would deliver "
+            f"during the transient, |entry - simulated| / simulated bytes: mean {pct(sc['error']['mean'])}, max "
+            f"{pct(sc['error']['max'])}"
+            + (f"; {sc['interrupted']} interrupted (the partition changed before the transient ended: not comparable)"
+               if sc.get("interrupted") else "") + ".</p>")
+
+    def b(x):
+        return _e(" ".join(f"{v:,}" for v in x)) if isinstance(x, list) else _num(x)
+
+    rows = [[f"<code>{_e(c.get('digest'))}</code>", _us(c.get("time_ns")), _us(c.get("t_conv_ns")),
+             b(c.get("expected_bytes")), b(c.get("actual_bytes")),
+             "interrupted" if c.get("interrupted") else pct(c.get("error"))] for c in sc["checks"]]
+    return head + (_table(["entry digest", "hit at (µs)", "transient (µs)", "entry bytes", "simulated bytes",
+                           "error"], rows, left=(0,)) if rows else "")
 
 
 def _iterations(its: pd.DataFrame) -> str:
@@ -480,7 +501,7 @@ def render(audit: dict, tables: dict) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>wormhole-replay audit: {_e(i['trace'])}</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<h1>Audit: accelerated vs full simulation</h1>",
+        "<h1>Audit: accelerated vs full simulation</h1>",
         f'<p class="small"><code>{_e(i["trace"])}</code> on <code>{_e(i["topology"])}</code>, {_e(i["cc"])}, '
         f"{_e(i['iterations'])} iteration(s)</p>",
         _verdicts(audit),

@@ -204,7 +204,8 @@ CI_WH_TAU = 60  # ns between rate samples
 CI_WH_L = 61  # samples in the steadiness window
 CI_WH_TAIL = 62  # ns of a flow's end simulated packet by packet after a fast-forward
 CI_WH_MIN_JUMP = 63  # ns: shorter fast-forwards are not worth their bookkeeping
-CI_MEMO = 64  # 1: log partition changes and steady states for the memo (stop with RUN_MEMO)
+CI_MEMO = 64  # memo log (stop with RUN_MEMO) bits: MEMO_ON partition events, MEMO_SAMPLES rate samples,
+# MEMO_SHORT short flat windows; Python sets the last two only while it has a use for them
 CI_LEN = 65
 
 # --- float configuration (cf) ------------------------------------------------------------------
@@ -283,6 +284,9 @@ ML_STEADY = 2  # the partition was found steady and froze (store the transient t
 ML_SAMPLED = 3  # rates were sampled (ML_PART -1): snapshot the transients being learned
 ML_THAWED = 4  # the partition's jump ended (the journal of jumps)
 ML_SHORT = 5  # the partition's flows are flat over a short window: a known steady state?
+MEMO_ON = 1
+MEMO_SAMPLES = 2
+MEMO_SHORT = 4
 WH_SEQ_BASE = 1 << 60
 
 # --- kernel return codes -----------------------------------------------------------------------

@@ -69,7 +69,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     session = None
     if memo is not None and plan.fast_forward is not None:
         session = memo(plan)
-        state.ci[L.CI_MEMO] = 1
+        state.ci[L.CI_MEMO] = session.log_bits()
     reported = 0
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
@@ -82,6 +82,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             continue
         if code == L.RUN_MEMO:
             session.handle(state)
+            state.ci[L.CI_MEMO] = session.log_bits()
             if st[L.ST_EVENTS] - reported < SLICE_EVENTS:  # report about once a slice, as without memo
                 continue
         reported = int(st[L.ST_EVENTS])
@@ -139,7 +140,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     }
     if plan.fast_forward is not None:
         counters["wormhole"] = {**wormhole_counters(st), "options": plan.fast_forward.as_dict()}
-        if session is not None:
+        if session is not None and session.lookups:
             counters["wormhole"].update(session.counters)
     return Result(flows=df, pfc=pfc, counters=counters, memo=session)
 

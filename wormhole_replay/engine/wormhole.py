@@ -645,7 +645,7 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
         k = wl[i]
         m = wp[k, WP_NSAMP]
         steady = m >= l  # a full window since the flows last changed
-        known = ci[CI_MEMO] != 0 and KNOWN_SAMPLES <= m < l  # ... or a short one, for the memo
+        known = (ci[CI_MEMO] & MEMO_SHORT) != 0 and KNOWN_SAMPLES <= m < l  # ... or a short one, for the memo
         wp[k, WP_NSAMP] += 1
         f = wp[k, WP_FLOWS]
         while f >= 0:
@@ -667,7 +667,7 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition
         i += 1
-    if ci[CI_MEMO] != 0 and st[ST_ML_N] < ml.shape[0]:  # the memo snapshots the transients it learns
+    if (ci[CI_MEMO] & MEMO_SAMPLES) != 0 and st[ST_ML_N] < ml.shape[0]:  # to snapshot transients being learned
         n = st[ST_ML_N]
         ml[n, ML_KIND] = ML_SAMPLED
         ml[n, ML_PART] = -1

@@ -3,12 +3,15 @@
 Two kinds, both keyed by a canonical Flow Conflict Graph (``memo/fcg.py``) and a network
 fingerprint (``memo/fingerprint.py``):
 
-* ``transient``: ``key`` is the FCG when a partition's flows changed (vertex weights: the flows'
-  rates then); ``value`` is ``{"t_conv_ns": int, "bytes": [int per vertex], "rates": [float per
-  vertex]}``: how long the partition took to become steady, what each flow delivered meanwhile,
-  and its steady rates (the converged FCG: the same edges with these vertex weights).
+* ``transient``: ``key`` is the FCG when a partition's flows changed; ``value`` is
+  ``{"t_conv_ns": int, "bytes": [int per vertex], "rates": [float per vertex]}``: how long the
+  transient lasted, what each flow delivered meanwhile, and the rates at its end (the converged
+  FCG: the same edges with these vertex weights); optionally ``"steady": bool`` (default true:
+  it ended in a steady state, which a hit continues at ``rates``; false: a prefix, ended by a
+  change), ``"pipe": [int per vertex]`` (bytes in flight at the end, up to one BDP) and
+  ``"cc": [[16 numbers] per vertex]`` (the CC state and timer phases at the end).
 * ``steady``: ``key`` is the FCG with the steady rates as vertex weights; ``value`` is
-  ``{"rates": [float per vertex]}`` (the unquantised rates, bits per second).
+  ``{"rates": [float per vertex]}`` (the unquantised rates, bits per second), optionally ``"cc"``.
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -20,9 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 
 KINDS = ("transient", "steady")
+CC_FIELDS = 16  # per-flow CC state a value may carry (memo/session.py: CC_FLOAT, CC_INT, timer phases)
 
 
 def canonical_json(obj) -> str:
@@ -86,6 +91,17 @@ def validate(d: dict) -> MemoEntry:
             raise ValueError("value.bytes must hold one non-negative integer per vertex")
         if type(t) is not int or t < 0:
             raise ValueError("value.t_conv_ns must be a non-negative integer")
+    if "steady" in val and not isinstance(val["steady"], bool):
+        raise ValueError("value.steady must be true or false")
+    if "pipe" in val and (not isinstance(val["pipe"], list) or len(val["pipe"]) != n
+                          or not all(type(x) is int and x >= 0 for x in val["pipe"])):
+        raise ValueError("value.pipe must hold one non-negative integer per vertex")
+    cc = val.get("cc")
+    if cc is not None and (not isinstance(cc, list) or len(cc) != n or not all(
+            isinstance(row, list) and len(row) == CC_FIELDS
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in row)
+            for row in cc)):
+        raise ValueError(f"value.cc must hold one row of {CC_FIELDS} numbers per vertex")
     entry = MemoEntry(d["kind"], d["fingerprint"], d["scheme"], d["wl_hash"], d["key"], val)
     if "digest" in d and d["digest"] != entry.digest:
         raise ValueError(f"digest {d['digest']!r} does not match the entry's content")

@@ -1,21 +1,32 @@
 """The memo during one run: look up transients as partitions change, apply hits, learn misses.
 
-The engine stops (``RUN_MEMO``) after any event that changed a partition's flows or froze a
-partition it found steady; ``MemoSession.handle`` then reads the memo log:
+The engine stops (``RUN_MEMO``) once an instant is complete if it logged a record: a partition's
+flows changed, it froze steady, its jump ended, its flows were flat for a few samples, or rates
+were sampled.  ``MemoSession.handle`` reads the log:
 
-* a partition changed (a transient begins): build its FCG (rates now), look it up.  A hit is
-  applied through the isomorphism's mapping: each flow gets its stored transient bytes and its
-  converged rate and CC state, and the partition jumps over the transient and on at the converged
-  rates to its next disruptive event (``engine.wormhole.memo_jump``).  A hit whose flows would
-  reach their tails inside the transient is not applied (``refused``).  A miss is remembered.
-* a partition froze, steady: if it is the same partition that missed (no change since), the
-  transient is learned: ``t_conv`` from the change to the start of the steadiness window, the bytes
-  each flow delivered in between, and the steady rates and CC state.  The steady state is learned
-  too (its FCG weighted by the steady rates).
+* **A transient begins** (flows changed): its start FCG is built (``_start_fcg``: rates, and the
+  CC state and queues the paper's rate-only key leaves out) and looked up.  A hit is applied
+  through the isomorphism's mapping: each flow is credited its stored bytes (plus the pipe it had
+  filled), gets the stored CC state and timer phases, and the partition jumps over the transient
+  (``engine.wormhole.memo_jump``); an entry that ended steady continues at its steady rates to the
+  next disruptive event.  A hit whose flows would reach their tails inside it is ``refused``.
+* **A transient ends**: a miss's course is snapshotted at every rate sample; it is learned when
+  the partition freezes steady (the paper's entry: ``t_conv`` to the start of the steadiness
+  window, the bytes, the steady rates) or, when a change ends it first, up to the last sample at
+  which every flow still had its tail ahead (a *prefix*: replaying it leads to that sample's state,
+  and the rest is simulated).  Prefixes are learned for partitions whose flows share no link (a
+  flow alone at its rate); with ``shared_prefixes`` also for flows sharing links, whose queues a
+  hit cannot restore (measured: a few percent of FCT error per hit).
+* **Steady states**: every freeze stores its FCG weighted by the steady rates.  A partition whose
+  flows have been flat for ``KNOWN_SAMPLES`` samples and whose rates make a known steady FCG is
+  frozen at once, without waiting for a full window.
+* **Spot checks** (``spot_check``): that many hits, of distinct entries, are simulated instead of
+  applied, and the bytes their flows delivered are compared with the entry's.
 
-Entries learned in a run are used in the same run (the next iteration's layers hit the first's)
-and handed to the store at the end (``new_entries``).  Lookups read only memory: the entries of
-this network's fingerprint, loaded when the run starts.
+Entries learned in a run are used in the same run (the next layer or iteration hits the first)
+and handed to the store (``new_entries``).  Lookups read only memory: the entries of this
+network's fingerprint, loaded when the run starts.  The journal (hits, jumps, spot checks) is
+``tables()``.
 """
 
 from __future__ import annotations
@@ -28,12 +39,13 @@ from ..engine import layout as L
 from ..engine import wormhole as wh
 from ..engine.queue import QN_TIME, QN_WHERE
 from . import fcg
-from .entry import MemoEntry
+from .entry import CC_FIELDS, MemoEntry
 
 # the CC state a memo entry carries per flow (installed when it is applied), with its timers' phases
 CC_FLOAT = (L.FF_RATE, L.FF_TARGET, L.FF_ALPHA, L.FF_CUR_RATE, L.FF_U)
 CC_INT = (L.FT_ALPHA_CNP, L.FT_DEC_CNP, L.FT_FIRST_CNP, L.FT_RP_STAGE, L.FT_INC_STAGE, L.FT_ECN_CNT,
           L.FT_BATCH, L.FT_CA_STATE)
+assert len(CC_FLOAT) + len(CC_INT) + wh.CC_TIMERS == CC_FIELDS
 
 
 def _timer_slots(ci, flows) -> np.ndarray:
@@ -65,8 +77,9 @@ class Transient:
 
 class MemoSession:
     def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int,
-                 shared_prefixes: bool = False, on_learn=None, spot_check: int = 0):
+                 shared_prefixes: bool = False, on_learn=None, spot_check: int = 0, lookups: bool = True):
         self.fingerprint = fingerprint
+        self.lookups = lookups  # False: keep the journal only (no memo database)
         self.spot_check = spot_check  # this many hits (of distinct entries) are checked, not applied
         self.hits: list = []  # (time_ns, digest, steady, t_conv_ns, flows) per hit applied
         self.jumps: list = []  # (partition, start_ns, end_ns, kind, flows) per fast-forward
@@ -78,6 +91,7 @@ class MemoSession:
         self.tau = tau_ns
         self.l = samples
         self._buckets: dict = {}
+        self._steady_known = 0
         self._digests: set = set()
         self.new_entries: list[MemoEntry] = []
         self.hit_counts: dict = {}  # digest -> hits in this run
@@ -89,11 +103,22 @@ class MemoSession:
         for e in entries:
             self._add(e)
 
+    def log_bits(self) -> int:
+        """What the engine should log for us now (``CI_MEMO``): samples only while a transient is
+        being learned or a hit checked, short flat windows only once a steady state is known."""
+        bits = L.MEMO_ON
+        if self.lookups and (self.pending or self._checking):
+            bits |= L.MEMO_SAMPLES
+        if self.lookups and self._steady_known:
+            bits |= L.MEMO_SHORT
+        return bits
+
     # ------------------------------------------------------------------ the in-memory index
     def _add(self, e: MemoEntry) -> bool:
         if e.digest in self._digests:
             return False
         self._digests.add(e.digest)
+        self._steady_known += e.kind == "steady"
         self._buckets.setdefault((e.kind, e.wl_hash, e.n_vertices, e.n_edges), []).append((e, None))
         return True
 
@@ -162,6 +187,9 @@ class MemoSession:
         records = ml[:n].copy()
         st[L.ST_ML_N] = 0
         # transients that ended since the last stop (their partition changed or is gone): learn them
+        if not self.lookups:
+            self._journal(state, records)
+            return
         for k, p in list(self.pending.items()):
             if wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != p.gen:
                 del self.pending[k]
@@ -172,9 +200,7 @@ class MemoSession:
                     p.snaps.append(self._snapshot(state, p.key.flows))
                 self._check(state)
             elif kind == L.ML_THAWED:
-                if k in self._open_jumps:
-                    start, what, flows = self._open_jumps.pop(k)
-                    self.jumps.append((k, start, t, what, flows))
+                self._journal(state, [(kind, k, gen, t)])
             elif wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != gen:
                 continue  # the partition changed again (or is gone) since: a later record stands
             elif kind == L.ML_CHANGED:
@@ -185,6 +211,15 @@ class MemoSession:
                     self._short(state, k, gen, t)
             else:
                 self._steady(state, k, gen, t, self.l)
+
+    def _journal(self, state, records) -> None:
+        """Note where jumps begin (plain steady ones; memo jumps are noted when applied) and end."""
+        for kind, k, gen, t in np.asarray(records).tolist():
+            if kind == L.ML_STEADY:
+                self._open_jumps[k] = (t, "steady", self._flows(state, k))
+            elif kind == L.ML_THAWED and k in self._open_jumps:
+                start, what, flows = self._open_jumps.pop(k)
+                self.jumps.append((k, start, t, what, flows))
 
     def _snapshot(self, state, flows) -> Snapshot:
         ft, ff, qn = state.ft, state.ff, state.qn
@@ -208,7 +243,7 @@ class MemoSession:
             self.counters["memo_hits"] += 1
             self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
             self.hit_flows.append(flows[0])
-            self.hits.append((t, e.digest, bool(e.value["steady"]), int(e.value["t_conv_ns"]), flows))
+            self.hits.append((t, e.digest, bool(e.value.get("steady", True)), int(e.value["t_conv_ns"]), flows))
             self._open_jumps[k] = (t, "memo", flows)
             return
         if e is not None:
@@ -229,12 +264,15 @@ class MemoSession:
         pipe = np.maximum(np.array(v.get("pipe", np.zeros(len(at))), np.float64) - in_flight, 0)
         ff[at, L.FF_MEMO] = np.array(v["bytes"], np.float64) + pipe
         ff[at, L.FF_STEADY] = np.array(v["rates"], np.float64)
-        cc = np.array(v["cc"], np.float64)
         nf, ni = len(CC_FLOAT), len(CC_INT)
-        ff[np.ix_(at, CC_FLOAT)] = cc[:, :nf]
-        ft[np.ix_(at, CC_INT)] = cc[:, nf:nf + ni].astype(np.int64)
+        cc = np.array(v["cc"], np.float64) if "cc" in v else None
+        if cc is not None:
+            ff[np.ix_(at, CC_FLOAT)] = cc[:, :nf]
+            ft[np.ix_(at, CC_INT)] = cc[:, nf:nf + ni].astype(np.int64)
         if wh.memo_jump(s.pt, s.nt, s.ft, s.ff, s.qn, s.qw, s.qm, s.hs, s.hpos, s.ci, s.st, s.wp, s.wl, k,
-                        int(v["t_conv_ns"]), bool(v["steady"])):
+                        int(v["t_conv_ns"]), bool(v.get("steady", True))):
+            if cc is None:
+                return True
             # the timers were parked by the jump: re-arm them at their stored phases (shifted at thaw)
             qn = s.qn
             slots = _timer_slots(s.ci, at)
@@ -282,7 +320,7 @@ class MemoSession:
             if not interrupted and now > t_prev:  # what was delivered by t + t_conv, between two samples
                 una = una_prev + (una - una_prev) * (target - t_prev) / (now - t_prev)
             actual = una - una0
-            err = float(np.abs(actual - expected).sum() / max(expected.sum(), 1.0))
+            err = float(np.abs(actual - expected).sum() / max(actual.sum(), 1.0))  # relative to the truth
             self.checks.append({"time_ns": t, "digest": digest, "flows": at.tolist(), "t_conv_ns": t_conv,
                                 "expected_bytes": int(expected.sum()), "actual_bytes": int(round(actual.sum())),
                                 "error": float("nan") if interrupted else err, "interrupted": bool(interrupted)})
@@ -332,9 +370,9 @@ class MemoSession:
         """Partition k froze, steady over the last ``window`` samples: learn its steady state and
         the transient that led to it."""
         flows = self._flows(state, k)
+        self._open_jumps[k] = (t, kind, flows)
         if len(flows) > fcg.MAX_VERTICES:
             return
-        self._open_jumps[k] = (t, kind, flows)
         rates = state.ff[flows, L.FF_STEADY]
         now = self._snapshot(state, flows)
         self.learn("steady", self._fcg(state, flows, rates), {"rates": rates.tolist(), "cc": now.cc.tolist()})
@@ -373,3 +411,10 @@ class MemoSession:
                                                 "pipe": pipe.tolist(), "rates": rate.tolist(), "cc": s.cc.tolist(),
                                                 "steady": False})
                 return
+
+
+def journal_only(plan) -> MemoSession:
+    """The engine's ``memo`` argument for a wormhole run without a memo database that still keeps
+    the journal of jumps (``tables()``)."""
+    ff = plan.fast_forward
+    return MemoSession("", [], ff.interval_ns, ff.samples, lookups=False)
