@@ -224,7 +224,7 @@ def cmd_simulate(args) -> int:
 
 
 def _presets(kind):
-    from .workload.generators import GPT_PRESETS, MOE_PRESETS
+    from .workload.presets import GPT_PRESETS, MOE_PRESETS
 
     return GPT_PRESETS if kind == "gpt" else MOE_PRESETS
 
