@@ -41,7 +41,7 @@ from .queue import QN_SEQ, QN_TIME, QN_WHERE, q_remove, q_set
 from .slots import kick, next_seq, qp_slot, sample_slot, wake_slot, wh_seq
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
-KNOWN_SAMPLES = 4  # a steady state the memo knows is recognised after this many flat samples
+KNOWN_SAMPLES = 2  # a steady state the memo knows is recognised after this many flat samples
 PARKED = -2  # QN_WHERE of an event held while its partition is frozen
 NEVER = 1 << 62
 T_TIMERS = 4  # a flow's QP slots 0..3 are its CC and retransmission timers
