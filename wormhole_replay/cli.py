@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
+from .files import sha256_file
 from .files import write_atomic as _write_atomic
 from .audit import command as _audit
 from .memo import commands as _memo
@@ -39,9 +40,15 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _add_mode_options(p) -> None:
-    """``--mode`` and the fast-forward knobs (defaults: ``engine/fastforward.py``)."""
+    """``--mode``, the fast-forward knobs (defaults: ``engine/fastforward.py``) and the memo."""
     p.add_argument("--mode", choices=["wormhole", "full"], default="wormhole",
                    help="wormhole: fast-forward steady partitions (default); full: simulate every packet")
+    add_wormhole_options(p)
+
+
+def add_wormhole_options(p) -> None:
+    """The fast-forward knobs and the memo options of a wormhole run (``simulate``, ``replay``,
+    ``audit``)."""
     g = p.add_argument_group("fast-forward (wormhole mode)")
     g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.05)")
     g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16)")
@@ -57,9 +64,8 @@ def _add_mode_options(p) -> None:
                         "(faster, less exact: see README)")
 
 
-def _fast_forward(args):
-    """The engine setting from ``--mode`` and ``--ff-*``: ``None`` for a full simulation."""
-    from .api import fast_forward_for
+def fast_forward_options(args):
+    """The ``FastForward`` options from ``--ff-*`` (unset ones keep their defaults)."""
     from .engine.fastforward import FastForward
     from .topology.units import parse_time_ns
 
@@ -68,10 +74,15 @@ def _fast_forward(args):
         tail = parse_time_ns(args.ff_tail) if args.ff_tail else None
     except ValueError as e:
         raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
-    ff = FastForward(theta=args.ff_theta if args.ff_theta is not None else 0.05,
-                     samples=args.ff_samples if args.ff_samples is not None else 16,
-                     window_ns=window, tail_ns=tail)
-    return fast_forward_for(args.mode, ff)
+    given = {"theta": args.ff_theta, "samples": args.ff_samples, "window_ns": window, "tail_ns": tail}
+    return FastForward(**{k: v for k, v in given.items() if v is not None})
+
+
+def _fast_forward(args):
+    """The engine setting from ``--mode`` and ``--ff-*``: ``None`` for a full simulation."""
+    from .api import fast_forward_for
+
+    return fast_forward_for(args.mode, fast_forward_options(args))
 
 
 def _memo_db(args, out_dir) -> str | None:
@@ -184,10 +195,8 @@ def cmd_simulate(args) -> int:
     run.memo_db = _memo_db(args, run.outputs["fct"].parent)
     run.memo_shared_prefixes = args.memo_shared_prefixes
     if run.memo_db is not None:
-        from .memo.memoize import digest_file
-
         source = Path(args.config).parent / run.cfg.flow_file if args.config else Path(args.flows)
-        run.source_digest = digest_file(source) if source.is_file() else None
+        run.source_digest = sha256_file(source) if source.is_file() else None
     result = execute(run, progress=not args.quiet)
 
     from .engine.simulate import format_fct, format_pfc

@@ -1,7 +1,9 @@
-"""Writing result files so that a failed or interrupted run never leaves half a file behind."""
+"""Files: writing results so that a failed or interrupted run never leaves half a file behind,
+and the identity of an input file."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -23,3 +25,12 @@ def write_atomic(path: str | Path, write) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes (an input's identity in the memo's runs and audit baselines)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

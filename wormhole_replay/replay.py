@@ -12,6 +12,7 @@ import pandas as pd
 from .api import execute, fast_forward_for, prepare_direct_run
 from .engine.fastforward import FastForward
 from .errors import InputError
+from .files import sha256_file
 from .workload.expand import trace_to_flows
 from .workload.trace import Trace, load_trace
 
@@ -46,10 +47,8 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database."""
     digest = None
     if not isinstance(trace, Trace):
-        from .memo.memoize import digest_file
-
         path, trace = trace, load_trace(trace)
-        digest = digest_file(path)
+        digest = sha256_file(path)
     if intra_bw_bps is not None or intra_latency_ns is not None:
         intra = dict(trace.meta.get("intra_server") or {})
         if intra_bw_bps is not None:

@@ -31,7 +31,6 @@ Exit status: 0, or 1 when a ``--max-*`` threshold is exceeded (outputs are still
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import sha256_file
 
 BASELINE_SCHEMA = "wormhole-replay-audit-baseline"
 AUDIT_SCHEMA = "wormhole-replay-audit"
@@ -100,16 +100,9 @@ def add_parser(subparsers, parser_class=None):
     t.add_argument("--max-iteration-error", type=_fraction, metavar="X", help="largest iteration-time error")
     a.add_argument("--json", action="store_true", help="print audit.json on stdout")
     a.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    g = a.add_argument_group("accelerated run")
-    g.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
-                   "(default: memo.sqlite in the output folder)")
-    g.add_argument("--no-memo", action="store_true", help="no memo database: steady-state fast-forwarding only")
-    g.add_argument("--memo-shared-prefixes", action="store_true",
-                   help="also memoize transients of flows sharing links that end before a steady state")
-    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold (0.05)")
-    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16)")
-    g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: derived from the CC)")
-    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 30us")
+    from ..cli import add_wormhole_options  # (cli imports this module: here, not at the top)
+
+    add_wormhole_options(a)  # the accelerated run: the same knobs as replay's
     return a
 
 
@@ -133,31 +126,9 @@ class Plan:
     notes: list = field(default_factory=list)
 
 
-def _sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _topology_file(spec: str) -> Path | None:
     p = Path(spec)
     return p if ":" not in spec and p.is_file() else None
-
-
-def _fast_forward(args):
-    from ..engine.fastforward import FastForward
-    from ..topology.units import parse_time_ns
-
-    try:
-        window = parse_time_ns(args.ff_window) if args.ff_window else None
-        tail = parse_time_ns(args.ff_tail) if args.ff_tail else None
-    except ValueError as e:
-        raise InputError(f"audit: bad --ff-window / --ff-tail ({e})") from None
-    return FastForward(theta=args.ff_theta if args.ff_theta is not None else 0.05,
-                       samples=args.ff_samples if args.ff_samples is not None else 16,
-                       window_ns=window, tail_ns=tail)
 
 
 def _plan(args) -> Plan:
@@ -174,7 +145,9 @@ def _plan(args) -> Plan:
     if args.iterations is not None and not 1 <= args.iterations <= n_iter:
         raise InputError(f"audit: --iterations {args.iterations}: the trace has {n_iter} iteration(s)")
     prepare_direct_run(args.topology, None, args.cc, config=args.overrides, out=None)  # topology, cc, config
-    ff = fast_forward_for("wormhole", _fast_forward(args))
+    from ..cli import fast_forward_options
+
+    ff = fast_forward_for("wormhole", fast_forward_options(args))
     if args.memo_db and args.no_memo:
         raise InputError("audit: give --memo-db or --no-memo, not both")
     out = Path(args.out)
@@ -191,12 +164,12 @@ def _plan(args) -> Plan:
             raise InputError("audit: --spot-check: this build's replay() cannot spot-check memo hits")
     topo_file = _topology_file(args.topology)
     identity = {
-        "trace_sha256": _sha256(trace_path),
+        "trace_sha256": sha256_file(trace_path),
         "topology": args.topology.strip(),
-        "topology_sha256": _sha256(topo_file) if topo_file else None,
+        "topology_sha256": sha256_file(topo_file) if topo_file else None,
         "cc": args.cc,
         "iterations": args.iterations or n_iter,
-        "config_sha256": _sha256(args.overrides) if args.overrides else None,
+        "config_sha256": sha256_file(args.overrides) if args.overrides else None,
         "tool_version": __version__,
     }
     plan = Plan(trace_path, trace, args.topology, args.cc, args.iterations or n_iter, args.iterations,

@@ -188,15 +188,22 @@ def _restart_windows(wp, k):
 
 
 @njit(cache=True, _nrt=False)
-def _log(wp, ml, ci, st, kind, k):
-    """A memo log record for partition k (only when the memo is on)."""
-    if ci[CI_MEMO] != 0 and st[ST_ML_N] < ml.shape[0]:  # (a full log only costs the memo a lookup)
-        n = st[ST_ML_N]
+def _record(ml, st, kind, k, gen):
+    """Append a memo log record (a full log only costs the memo a lookup)."""
+    n = st[ST_ML_N]
+    if n < ml.shape[0]:
         ml[n, ML_KIND] = kind
         ml[n, ML_PART] = k
-        ml[n, ML_GEN] = wp[k, WP_GEN]
+        ml[n, ML_GEN] = gen
         ml[n, ML_TIME] = st[ST_NOW]
         st[ST_ML_N] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _log(wp, ml, ci, st, kind, k):
+    """A memo log record for partition k (only when the memo is on)."""
+    if ci[CI_MEMO] != 0:
+        _record(ml, st, kind, k, wp[k, WP_GEN])
 
 
 @njit(cache=True, _nrt=False)
@@ -366,12 +373,14 @@ def _jump(pt, nt, ft, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, jump, cap):
 
 
 @njit(cache=True, _nrt=False)
-def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, steady):
+def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, steady, flows, phases):
     """Apply a memoized transient to live partition k: jump ``t_conv`` ns crediting each flow its
     ``FF_MEMO`` bytes and, if the transient ended ``steady``, on at its converged ``FF_STEADY``
     rate until the first flow reaches its tail (the caller has set both, and the flows' CC state
-    at the transient's end).  False, and nothing changed, if a flow would reach its tail inside
-    the transient (the entry does not apply)."""
+    at the transient's end).  ``flows[i]``'s CC timers (QP slots 0..2) are set to fire
+    ``phases[i, t]`` ns after the jump, or disarmed (-1); ``phases`` with no columns leaves them.
+    False, and nothing changed, if a flow would reach its tail inside the transient (the entry
+    does not apply)."""
     payload = ci[CI_PAYLOAD]
     tail = ci[CI_WH_TAIL]
     jump = NEVER
@@ -391,6 +400,14 @@ def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, s
     if jump > cap:
         jump = cap
     wp[k, WP_TCONV] = max(t_conv, 1)
+    now = st[ST_NOW]
+    for i in range(phases.shape[0]):
+        for t in range(phases.shape[1]):
+            s = qp_slot(ci, flows[i], t)
+            if phases[i, t] >= 0:  # parked by the jump below, shifted by it at thaw
+                q_set(qn, qw, qm, hs, hpos, s, now + phases[i, t], next_seq(st))
+            elif qn[s, QN_WHERE] >= 0:
+                q_remove(qn, qw, qm, hs, hpos, s)
     _jump(pt, nt, ft, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, jump, ci[CI_WH_CAP])
     st[ST_WH_MEMO_JUMPS] += 1
     return True
@@ -472,20 +489,6 @@ def thaw(pt, qt, nt, ft, ff, fh, pk, paths, kick_fifo, qn, qw, qm, hs, hpos, ci,
     _log(wp, ml, ci, st, ML_THAWED, k)
     st[ST_WH_SKIPPED_NS] += shift
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, n_flows)
-
-
-@njit(cache=True, _nrt=False)
-def memo_timers(qn, qw, qm, hs, hpos, ci, st, flows, phases):
-    """Arm each of ``flows``' CC timers (QP slots 0..2) to fire ``phases[i, t]`` ns from now, or
-    disarm it (-1): a memo entry's CC state comes with the phases of its timers."""
-    now = st[ST_NOW]
-    for i in range(flows.shape[0]):
-        for t in range(CC_TIMERS):
-            s = qp_slot(ci, flows[i], t)
-            if phases[i, t] >= 0:
-                q_set(qn, qw, qm, hs, hpos, s, now + phases[i, t], next_seq(st))
-            elif qn[s, QN_WHERE] >= 0:
-                q_remove(qn, qw, qm, hs, hpos, s)
 
 
 # ------------------------------------------------------------------ flows join and leave -------
@@ -667,10 +670,6 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition
         i += 1
-    if (ci[CI_MEMO] & MEMO_SAMPLES) != 0 and st[ST_ML_N] < ml.shape[0]:  # to snapshot transients being learned
-        n = st[ST_ML_N]
-        ml[n, ML_KIND] = ML_SAMPLED
-        ml[n, ML_PART] = -1
-        ml[n, ML_TIME] = st[ST_NOW]
-        st[ST_ML_N] = n + 1
+    if (ci[CI_MEMO] & MEMO_SAMPLES) != 0:  # the memo snapshots the transients it is learning
+        _record(ml, st, ML_SAMPLED, -1, 0)
     _ensure_sampling(ci, st, qn, qw, qm, hs, hpos, ft.shape[0])

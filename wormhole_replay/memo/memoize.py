@@ -8,7 +8,6 @@ database as its last flush did: valid, and warmer than before.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -19,15 +18,6 @@ from .session import MemoSession
 from .store import MemoStore
 
 FLUSH_SECONDS = float(os.environ.get("WORMHOLE_MEMO_FLUSH_SECONDS", 30.0))  # the tests flush at once
-
-
-def digest_file(path) -> str:
-    """SHA-256 of a file's bytes (a trace's or a flow file's identity in the runs table)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class Memoizer:

@@ -269,22 +269,9 @@ class MemoSession:
         if cc is not None:
             ff[np.ix_(at, CC_FLOAT)] = cc[:, :nf]
             ft[np.ix_(at, CC_INT)] = cc[:, nf:nf + ni].astype(np.int64)
+        phases = (cc[:, nf + ni:] if cc is not None else np.zeros((len(at), 0))).astype(np.int64)
         if wh.memo_jump(s.pt, s.nt, s.ft, s.ff, s.qn, s.qw, s.qm, s.hs, s.hpos, s.ci, s.st, s.wp, s.wl, k,
-                        int(v["t_conv_ns"]), bool(v.get("steady", True))):
-            if cc is None:
-                return True
-            # the timers were parked by the jump: re-arm them at their stored phases (shifted at thaw)
-            qn = s.qn
-            slots = _timer_slots(s.ci, at)
-            phases = cc[:, nf + ni:].astype(np.int64)
-            for i in range(len(at)):
-                for j in range(wh.CC_TIMERS):
-                    slot = slots[i, j]
-                    if phases[i, j] >= 0:
-                        qn[slot, QN_TIME] = int(s.st[L.ST_NOW]) + phases[i, j]
-                        qn[slot, QN_WHERE] = wh.PARKED
-                    elif qn[slot, QN_WHERE] == wh.PARKED:
-                        qn[slot, QN_WHERE] = -1
+                        int(v["t_conv_ns"]), bool(v.get("steady", True)), at, np.ascontiguousarray(phases)):
             return True
         ff[at], ft[at] = saved_f, saved_i
         return False
