@@ -37,7 +37,7 @@ def test_wl_collision_is_never_a_hit():
     triangles = _key(6, [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)])
     assert _fcg(ring).wl_hash == _fcg(triangles).wl_hash
     value = {"t_conv_ns": 1000, "bytes": [1000] * 6, "rates": [1e9] * 6, "steady": False}
-    s = MemoSession("fp", [MemoEntry("transient", "fp", fcg.SCHEME, _fcg(ring).wl_hash, ring, value)], 1000, 4)
+    s = MemoSession("fp", [MemoEntry("transient", "fp", fcg.SCHEME, _fcg(ring).wl_hash, ring, value)], 1000, 4, 2)
     assert s.find("transient", _fcg(triangles)) == (None, None)
     e, m = s.find("transient", _fcg(ring))
     assert e is not None and sorted(m) == list(range(6))

@@ -51,7 +51,7 @@ def add_wormhole_options(p) -> None:
     ``audit``)."""
     g = p.add_argument_group("fast-forward (wormhole mode)")
     g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.05)")
-    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16)")
+    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16; 32 for DCQCN)")
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 30us (4 base RTTs)")

@@ -196,7 +196,9 @@ def worst_flows(matched: pd.DataFrame, memo_hits: pd.DataFrame | None = None, ju
 
 def entries_by_error(matched: pd.DataFrame, memo_hits: pd.DataFrame | None, k: int = 10) -> pd.DataFrame:
     """Memo entries ranked by the FCT error of the flows they were applied to: ``digest, hits,
-    flows, mean_error, max_error, worst_flow, first_time_ns`` (the worst ``k``, by ``max_error``)."""
+    flows, mean_error, max_error, worst_flow, first_time_ns`` (the worst ``k``, by the sum of their
+    flows' errors: a wrong entry puts every flow it is applied to off, while an innocent one applied
+    later to a few of those flows shares only their errors; ranking by the worst flow ties them)."""
     cols = ["digest", "hits", "flows", "mean_error", "max_error", "worst_flow", "first_time_ns"]
     h = by_flow(memo_hits, ["digest", "time_ns"])
     if not len(h):
@@ -213,8 +215,10 @@ def entries_by_error(matched: pd.DataFrame, memo_hits: pd.DataFrame | None, k: i
                      "worst_flow": int(fin.loc[fin["error"].idxmax(), "flow_id"]) if len(fin) else -1,
                      "first_time_ns": int(g["time_ns"].min())})
     t = pd.DataFrame(rows, columns=cols)
-    return t.sort_values(["max_error", "mean_error", "digest"], ascending=[False, False, True],
-                         na_position="last", ignore_index=True).head(k)
+    t["_sum"] = t["mean_error"] * t["flows"]
+    t = t.sort_values(["_sum", "max_error", "digest"], ascending=[False, False, True], na_position="last",
+                      ignore_index=True)
+    return t.drop(columns="_sum").head(k)
 
 
 def partitions_by_error(matched: pd.DataFrame, jumps: pd.DataFrame | None, k: int = 10) -> pd.DataFrame:

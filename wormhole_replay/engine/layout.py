@@ -206,7 +206,8 @@ CI_WH_TAIL = 62  # ns of a flow's end simulated packet by packet after a fast-fo
 CI_WH_MIN_JUMP = 63  # ns: shorter fast-forwards are not worth their bookkeeping
 CI_MEMO = 64  # memo log (stop with RUN_MEMO) bits: MEMO_ON partition events, MEMO_SAMPLES rate samples,
 # MEMO_SHORT short flat windows; Python sets the last two only while it has a use for them
-CI_LEN = 65
+CI_WH_SHORT = 65  # samples that show a steady state where flows cannot contend, or one the memo knows
+CI_LEN = 66
 
 # --- float configuration (cf) ------------------------------------------------------------------
 CF_EWMA = 0
@@ -271,7 +272,8 @@ WP_FRESH = 10  # 1 if its flows changed since its last jump
 WP_GEN = 11  # bumped at every change of its flows: a memo log record is current while it matches
 WP_TCONV = 12  # frozen over a memoized transient: its length (ns); 0 for a plain steady jump
 WP_NSAMP = 13  # samples taken since its flows last changed (or it thawed): the window is full at l
-WP_LEN = 14
+WP_ALONE = 14  # 1 if no two of its flows share a switch port (see wormhole._alone), 0 if some do, -1 not known yet
+WP_LEN = 15
 
 # --- memo log: ml int64[M, ML_LEN], ST_ML_N records; written by the kernel, read by memo/session.py
 ML_KIND = 0  # ML_CHANGED or ML_STEADY

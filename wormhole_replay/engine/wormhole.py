@@ -41,7 +41,6 @@ from .queue import QN_SEQ, QN_TIME, QN_WHERE, q_remove, q_set
 from .slots import kick, next_seq, qp_slot, sample_slot, wake_slot, wh_seq
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
-KNOWN_SAMPLES = 2  # a steady state the memo knows is recognised after this many flat samples
 PARKED = -2  # QN_WHERE of an event held while its partition is frozen
 NEVER = 1 << 62
 T_TIMERS = 4  # a flow's QP slots 0..3 are its CC and retransmission timers
@@ -114,6 +113,7 @@ def _part_new(wp, wl, st):
     wp[k, WP_NEXT_FREE] = -1
     wp[k, WP_FRESH] = 1
     wp[k, WP_NSAMP] = 0
+    wp[k, WP_ALONE] = -1
     _live_add(wp, wl, st, k)
     st[ST_WH_NPARTS] += 1
     if st[ST_WH_NPARTS] > st[ST_WH_PARTS_MAX]:
@@ -185,6 +185,7 @@ def _restart_windows(wp, k):
     """The partition's flows changed: every flow's steadiness window starts again."""
     wp[k, WP_FRESH] = 1
     wp[k, WP_NSAMP] = 0
+    wp[k, WP_ALONE] = -1
 
 
 @njit(cache=True, _nrt=False)
@@ -258,19 +259,20 @@ def _shift_packet(ft, pk, ci, k, i, shift):
 
 
 @njit(cache=True, _nrt=False)
-def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
-    """Freeze steady partition k until its first flow reaches its tail; False if that is too soon."""
+def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k, n):
+    """Freeze partition k, steady over its flows' last ``n`` samples, until its first flow reaches
+    its tail; False if that is too soon."""
     l = ci[CI_WH_L]
     # steady rates: the window's mean delivered rate
     confirmed = wp[k, WP_FRESH] == 0  # same flows as the last jump: do their rates still hold?
-    half = l // 2
+    half = n // 2
     resolution = ci[CI_PAYLOAD] * 8e9 / ci[CI_WH_TAU]
     drift = 0.0  # the largest relative change between a window's halves, beyond resolution
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        s_old, s_new, lo, hi = _window(sr, f, (ft[f, FT_NSAMP] - 1) % l, l, l)
-        r = (s_old + s_new) / l
-        d = _half_change(s_old, s_new, l, resolution) / r
+        s_old, s_new, lo, hi = _window(sr, f, (ft[f, FT_NSAMP] - 1 - n) % l, n, l)
+        r = (s_old + s_new) / n
+        d = _half_change(s_old, s_new, n, resolution) / r
         if d > drift:
             drift = d
         prev = ff[f, FF_STEADY]
@@ -286,7 +288,7 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
     # and no further than a rate still creeping at the window's pace would take to drift by
     # DRIFT_BUDGET x theta (half a window apart, the halves differ by ``drift``)
     if drift > 0.0:
-        limit = DRIFT_BUDGET * cf[CF_WH_THETA] * (l - half) * ci[CI_WH_TAU] / drift
+        limit = DRIFT_BUDGET * cf[CF_WH_THETA] * (n - half) * ci[CI_WH_TAU] / drift
         if limit < cap:
             cap = np.int64(limit)
     return _plan(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, st, wp, wl, wsf, k, cap)
@@ -637,6 +639,47 @@ def _flat(sr, f, oldest, n, l, theta, resolution):
 
 
 @njit(cache=True, _nrt=False)
+def _alone(pt, ft, paths, wp, wsf, k):
+    """No two flows of partition k share a switch port, and none crosses a switch port slower than
+    its NIC (cached in ``WP_ALONE`` until the flows change).  Such flows have no shares to settle:
+    each one's rate is set by its own CC and its NIC, which divides itself evenly between the
+    flows of one host, so a steady state shows in a few samples and cannot drift."""
+    if wp[k, WP_ALONE] < 0:
+        wp[k, WP_ALONE] = 1
+        p = wp[k, WP_PORTS]
+        while p >= 0:
+            wsf[p] = 0.0
+            p = pt[p, PT_PNEXT]
+        f = wp[k, WP_FLOWS]
+        while f >= 0 and wp[k, WP_ALONE] == 1:
+            nic = pt[paths[ft[f, FT_DPATH]], PT_RATE]
+            for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+                p = paths[j]
+                if pt[p, PT_IS_HOST] == 0:
+                    wsf[p] += 1.0
+                    if wsf[p] > 1.0 or pt[p, PT_RATE] < nic:
+                        wp[k, WP_ALONE] = 0
+            f = ft[f, FT_PNEXT]
+    return wp[k, WP_ALONE] == 1
+
+
+@njit(cache=True, _nrt=False)
+def _idle(ci, ft, ff, wp, k):
+    """DCQCN sends every flow of partition k at its NIC's line rate: no flow has been cut by a CNP
+    (for ~10 ms, the time a cut rate takes to climb back to exactly line rate), so the CC is idle
+    and the shares are the NICs' round-robin ones, which do not drift (an all-to-all whose senders'
+    NICs are its bottleneck)."""
+    if ci[CI_CC_MODE] != 1:
+        return False
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        if ff[f, FF_RATE] < ff[f, FF_MAX_RATE]:
+            return False
+        f = ft[f, FT_PNEXT]
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, ml):
     """The SAMPLE event: one rate sample per flow of every live partition; freeze the steady ones."""
     tau = ci[CI_WH_TAU]
@@ -648,7 +691,11 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
         k = wl[i]
         m = wp[k, WP_NSAMP]
         steady = m >= l  # a full window since the flows last changed
-        known = (ci[CI_MEMO] & MEMO_SHORT) != 0 and KNOWN_SAMPLES <= m < l  # ... or a short one, for the memo
+        # ... or a short one, for flows that cannot contend or whose CC is idle, or for the memo
+        n_short = ci[CI_WH_SHORT]
+        short = n_short <= m < l
+        alone = short and (_alone(pt, ft, paths, wp, wsf, k) or _idle(ci, ft, ff, wp, k))
+        known = short and (alone or (ci[CI_MEMO] & MEMO_SHORT) != 0)
         wp[k, WP_NSAMP] += 1
         f = wp[k, WP_FLOWS]
         while f >= 0:
@@ -662,11 +709,13 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             if steady:
                 steady = _flat(sr, f, n % l, l, l, theta, resolution)
             if known:
-                known = _flat(sr, f, (n - KNOWN_SAMPLES) % l, KNOWN_SAMPLES, l, theta, resolution)
+                known = _flat(sr, f, (n - n_short) % l, n_short, l, theta, resolution)
             f = ft[f, FT_PNEXT]
-        if known:  # flat over a short window: the memo may know this steady state
+        if known and not alone:  # flat over a short window: the memo may know this steady state
             _log(wp, ml, ci, st, ML_SHORT, k)
-        if steady and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, wsf, k):
+        n = l if steady else n_short
+        if (steady or (known and alone)) and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl,
+                                                     sr, wsf, k, n):
             _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition
         i += 1

@@ -5,7 +5,8 @@ In it: the CC algorithm and every CC, ECN, PFC, buffer and packet setting of the
 (all ``SimConfig`` fields but file names, tracing and the RNG seed: the ECN draws' seed changes
 which packets are marked, not the dynamics a memo entry summarises); the multiset of link rates
 and delays (the FCG ignores where a link sits, so the fingerprint keeps what links exist, not the
-wiring); the wormhole options that define when a transient ends (theta, window, samples); and the
+wiring); the wormhole options that define when a transient ends (theta, window, samples,
+short samples); and the
 FCG hashing scheme.
 """
 
@@ -41,7 +42,7 @@ def fingerprint(topo, cfg, fast_forward) -> str:
         "config": settings,
         "links": sorted([r, d, n] for (r, d), n in links.items()),
         "wormhole": {"theta": repr(fast_forward.theta), "samples": fast_forward.samples,
-                     "window_ns": fast_forward.window_ns},
+                     "window_ns": fast_forward.window_ns, "short_samples": fast_forward.short_samples},
         "scheme": SCHEME,
     }
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()

@@ -18,8 +18,8 @@ were sampled.  ``MemoSession.handle`` reads the log:
   flow alone at its rate); with ``shared_prefixes`` also for flows sharing links, whose queues a
   hit cannot restore (measured: a few percent of FCT error per hit).
 * **Steady states**: every freeze stores its FCG weighted by the steady rates.  A partition whose
-  flows have been flat for ``KNOWN_SAMPLES`` samples and whose rates make a known steady FCG is
-  frozen at once, without waiting for a full window.
+  flows have been flat for a short window (``FastForward.short_samples``) and whose rates make a
+  known steady FCG is frozen at once, without waiting for a full window.
 * **Spot checks** (``spot_check``): that many hits, of distinct entries, are simulated instead of
   applied, and the bytes their flows delivered are compared with the entry's.
 
@@ -76,7 +76,7 @@ class Transient:
 
 
 class MemoSession:
-    def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int,
+    def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int, short_samples: int,
                  shared_prefixes: bool = False, on_learn=None, spot_check: int = 0, lookups: bool = True):
         self.fingerprint = fingerprint
         self.lookups = lookups  # False: keep the journal only (no memo database)
@@ -90,6 +90,7 @@ class MemoSession:
         self.on_learn = on_learn  # called after an entry is learned (the database flushes now and then)
         self.tau = tau_ns
         self.l = samples
+        self.short = short_samples
         self._buckets: dict = {}
         self._steady_known = 0
         self._digests: set = set()
@@ -209,8 +210,8 @@ class MemoSession:
             elif kind == L.ML_SHORT:
                 if wp[k, L.WP_STATE] == 1:
                     self._short(state, k, gen, t)
-            else:
-                self._steady(state, k, gen, t, self.l)
+            else:  # a full window, or a short one for flows that cannot contend (wormhole.sample)
+                self._steady(state, k, gen, t, self.l if wp[k, L.WP_NSAMP] > self.l else self.short)
 
     def _journal(self, state, records) -> None:
         """Note where jumps begin (plain steady ones; memo jumps are noted when applied) and end."""
@@ -336,7 +337,7 @@ class MemoSession:
             return
         ft, ff = state.ft, state.ff
         n = ft[flows, L.FT_NSAMP]
-        recent = [[state.sr[f, (m - 2 - j) % self.l] for j in range(wh.KNOWN_SAMPLES)] for f, m in zip(flows, n)]
+        recent = [[state.sr[f, (m - 2 - j) % self.l] for j in range(self.short)] for f, m in zip(flows, n)]
         g = self._fcg(state, flows, np.mean(recent, axis=1))
         e, m = self.find("steady", g)
         if e is None:
@@ -351,7 +352,7 @@ class MemoSession:
             return
         self.counters["memo_steady_hits"] += 1
         self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
-        self._steady(state, k, gen, t, wh.KNOWN_SAMPLES, kind="memo-steady")
+        self._steady(state, k, gen, t, self.short, kind="memo-steady")
 
     def _steady(self, state, k, gen, t, window, kind="steady") -> None:
         """Partition k froze, steady over the last ``window`` samples: learn its steady state and
@@ -404,4 +405,4 @@ def journal_only(plan) -> MemoSession:
     """The engine's ``memo`` argument for a wormhole run without a memo database that still keeps
     the journal of jumps (``tables()``)."""
     ff = plan.fast_forward
-    return MemoSession("", [], ff.interval_ns, ff.samples, lookups=False)
+    return MemoSession("", [], ff.interval_ns, ff.samples, ff.short_samples, lookups=False)
