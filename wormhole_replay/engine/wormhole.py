@@ -281,8 +281,12 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
         ff[f, FF_STEADY] = r
         f = ft[f, FT_PNEXT]
     # extrapolate no further than the rates have proven to hold: the first jump after a change is
-    # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one
+    # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one.  Flows
+    # frozen after a short window cannot contend or their CC is idle: no share can drift, and only a
+    # flow's tail or an arrival ends the jump
     cap = 2 * wp[k, WP_CAP] if confirmed else ci[CI_WH_CAP]
+    if n < l:
+        cap = NEVER // 4
     if cap > NEVER // 4:
         cap = NEVER // 4
     # and no further than a rate still creeping at the window's pace would take to drift by
