@@ -32,7 +32,10 @@ above its amplitude.  The defaults here follow that rule from the network actual
   hold: the first one after the partition's flows change is at most this long, each later one
   whose re-measured rates match the last within theta / 2 may be twice as long, and no jump is
   longer than the time a rate creeping at the pace seen inside the window would take to drift by
-  theta / 10 (``wormhole.DRIFT_BUDGET``).
+  theta / 10 (``wormhole.DRIFT_BUDGET``).  A partition frozen after a short window (flows that
+  cannot contend, or an idle DCQCN) has no shares to drift: only that last bound applies to it.
+  Measured on a 12-layer version of the GPT benchmark (HPCC): 97.0% of events avoided with the cap,
+  98.8% without, FCT error 0.04% mean both ways.
 * ``tail``: the last 4 base RTTs of a flow (plus its bytes in flight and two packets) are always
   simulated packet by packet, so its completion, the ACK clocking at its end and what it releases
   are never extrapolated.
