@@ -5,10 +5,13 @@ For each reference run (``../shared/reference-runs/S*``) this runs ``wormhole-re
 in a fresh process (paths pinned, 64-bit sequence numbers; the Numba cache is warmed first, so
 compile time is not counted) and prints, beside the reference's figures from its ``time.txt``:
 whole-process wall seconds, executed events, events per second, peak RSS, the speed ratio, and
-per-flow FCT error against ``fct.original-hpcc.txt``.
+per-flow FCT error against ``fct.original-hpcc.txt``.  The engine runs in full (every packet:
+its FCT error must stay 0.00%); ``--mode wormhole`` measures wormhole mode against the reference
+instead.
 
     python tools/bench_engine.py                 # all runs
     python tools/bench_engine.py S1 S2           # a subset (prefix match)
+    python tools/bench_engine.py --mode wormhole
     python tools/bench_engine.py --json out.json
 """
 
@@ -50,9 +53,11 @@ def fct_errors(ref_path: Path, ours_path: Path) -> tuple[float, float, float]:
     return float(np.nanmean(e)), float(np.nanmax(e)), float(np.nanmean(o) / r.mean() - 1)
 
 
-def run_once(folder: Path, out: Path) -> dict:
+def run_once(folder: Path, out: Path, mode: str = "full") -> dict:
     cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
-           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--out", str(out), "--json", "--quiet"]
+           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", mode, "--out", str(out), "--json", "--quiet"]
+    if mode == "wormhole":
+        cmd.append("--no-memo")
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -74,6 +79,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("only", nargs="*", help="run name prefixes (default: all)")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="reference-runs folder")
+    ap.add_argument("--mode", choices=["full", "wormhole"], default="full", help="engine mode (default: full)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args()
     if not args.runs.is_dir():
@@ -85,14 +91,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # warm the Numba cache for both CC modes on the smallest runs
         for warm in [d for d in folders if d.name.startswith("S1")] or folders[:1]:
-            run_once(warm, Path(tmp) / "warm")
+            run_once(warm, Path(tmp) / "warm", args.mode)
         hdr = (f"{'run':<10} {'wall s':>8} {'ref s':>7} {'speedup':>7} {'events':>12} {'ref events':>12} "
                f"{'Mev/s':>6} {'RSS MB':>7} {'ref MB':>7} {'FCT err mean':>12} {'max':>7} {'mean FCT':>8}")
         print(hdr)
         print("-" * len(hdr))
         for folder in folders:
             ref = reference_figures(folder)
-            s = run_once(folder, Path(tmp) / folder.name)
+            s = run_once(folder, Path(tmp) / folder.name, args.mode)
             mean_e, max_e, mean_fct = fct_errors(folder / "fct.original-hpcc.txt", Path(s["outputs"]["fct"]))
             row = {"run": folder.name, "wall_s": s["process_wall_s"], "kernel_s": s["wall_seconds"], "events": s["events"],
                    "events_per_s": s["events"] / s["wall_seconds"], "rss_mb": s["peak_rss_mb"], "ref": ref,

@@ -16,7 +16,7 @@ above its amplitude.  The defaults here follow that rule from the network actual
   about 1% of a flow's rate at a third of 100 Gb/s (the detector allows one packet of resolution
   per sample), short enough that the short window below is short.
 * ``short_samples``: flows that cannot contend (no two of them share a switch port, none crosses
-  a port slower than its NIC: ``wormhole._alone``) have no shares to settle and nothing to drift,
+  a port slower than its NIC: ``wormhole.alone``) have no shares to settle and nothing to drift,
   so their steady state is taken after this many flat samples, and so is a steady state the memo
   knows; also for DCQCN flows that all send at line rate (``wormhole._idle``: no CNP has cut them,
   their NICs' round-robin sets their shares).  At least 2 samples, and as many as span 4 base RTTs

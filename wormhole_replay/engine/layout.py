@@ -272,7 +272,7 @@ WP_FRESH = 10  # 1 if its flows changed since its last jump
 WP_GEN = 11  # bumped at every change of its flows: a memo log record is current while it matches
 WP_TCONV = 12  # frozen over a memoized transient: its length (ns); 0 for a plain steady jump
 WP_NSAMP = 13  # samples taken since its flows last changed (or it thawed): the window is full at l
-WP_ALONE = 14  # 1 if no two of its flows share a switch port (see wormhole._alone), 0 if some do, -1 not known yet
+WP_ALONE = 14  # 1 if no two of its flows share a switch port (see wormhole.alone), 0 if some do, -1 not known yet
 WP_LEN = 15
 
 # --- memo log: ml int64[M, ML_LEN], ST_ML_N records; written by the kernel, read by memo/session.py

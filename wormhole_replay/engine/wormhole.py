@@ -15,7 +15,10 @@ when ``(max - min) / mean`` of its last ``l`` samples is below ``theta``, after 
 per sample of measurement resolution (a sample counts whole packets); a partition is steady when all
 its flows are.  Delivered rate rather than the CC's rate variable: DCQCN's rate variable saws up
 and down by design while the throughput it yields is flat, and delivered rate is what the flow's
-completion time depends on.  The window restarts whenever the partition's flows change.
+completion time depends on.  The window restarts whenever the partition's flows change.  A
+partition with no shares to settle needs only a short window (``CI_WH_SHORT`` samples): its flows
+cannot contend (``alone``: no switch port carries two of them, none crosses one slower than its
+NIC) or, under DCQCN, all still send at line rate (``_idle``); its jump then has no first-jump cap.
 
 **Jumps.**  A steady partition is frozen: its pending events (transmissions, link arrivals, NIC
 wake-ups, CC timers) are parked, its ports stop sending, and its buffers keep their occupancy, so
@@ -341,10 +344,10 @@ def _plan(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, st, wp, wl, wsf, k, c
         if j_f < jump:
             jump = j_f
         f = ft[f, FT_PNEXT]
-    if jump < ci[CI_WH_MIN_JUMP]:
-        return False
     if jump > cap:
         jump = cap
+    if jump < ci[CI_WH_MIN_JUMP]:  # a tail too near, or rates still creeping: sample on instead
+        return False
     _jump(pt, nt, ft, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, jump, cap)
     return True
 
@@ -643,7 +646,7 @@ def _flat(sr, f, oldest, n, l, theta, resolution):
 
 
 @njit(cache=True, _nrt=False)
-def _alone(pt, ft, paths, wp, wsf, k):
+def alone(pt, ft, paths, wp, wsf, k):
     """No two flows of partition k share a switch port, and none crosses a switch port slower than
     its NIC (cached in ``WP_ALONE`` until the flows change).  Such flows have no shares to settle:
     each one's rate is set by its own CC and its NIC, which divides itself evenly between the
@@ -698,8 +701,8 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
         # ... or a short one, for flows that cannot contend or whose CC is idle, or for the memo
         n_short = ci[CI_WH_SHORT]
         short = n_short <= m < l
-        alone = short and (_alone(pt, ft, paths, wp, wsf, k) or _idle(ci, ft, ff, wp, k))
-        known = short and (alone or (ci[CI_MEMO] & MEMO_SHORT) != 0)
+        free = short and (alone(pt, ft, paths, wp, wsf, k) or _idle(ci, ft, ff, wp, k))
+        known = short and (free or (ci[CI_MEMO] & MEMO_SHORT) != 0)
         wp[k, WP_NSAMP] += 1
         f = wp[k, WP_FLOWS]
         while f >= 0:
@@ -715,10 +718,10 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
             if known:
                 known = _flat(sr, f, (n - n_short) % l, n_short, l, theta, resolution)
             f = ft[f, FT_PNEXT]
-        if known and not alone:  # flat over a short window: the memo may know this steady state
+        if known and not free:  # flat over a short window: the memo may know this steady state
             _log(wp, ml, ci, st, ML_SHORT, k)
         n = l if steady else n_short
-        if (steady or (known and alone)) and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl,
+        if (steady or (known and free)) and _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl,
                                                      sr, wsf, k, n):
             _log(wp, ml, ci, st, ML_STEADY, k)
             continue  # k left the live list; wl[i] is now another partition
