@@ -15,11 +15,11 @@ above its amplitude.  The defaults here follow that rule from the network actual
   (37.5 us, 8 per rate-increase period): long enough that one packet more or less in a sample is
   about 1% of a flow's rate at a third of 100 Gb/s (the detector allows one packet of resolution
   per sample), short enough that the short window below is short.
-* ``short_samples``: flows that cannot contend (no two of them share a switch port, none crosses
-  a port slower than its NIC: ``wormhole.alone``) have no shares to settle and nothing to drift,
-  so their steady state is taken after this many flat samples, and so is a steady state the memo
-  knows; also for DCQCN flows that all send at line rate (``wormhole._idle``: no CNP has cut them,
-  their NICs' round-robin sets their shares).  At least 2 samples, and as many as span 4 base RTTs
+* ``short_samples``: a partition with no shares to settle (``wormhole.settled``: under HPCC, flows
+  that cannot contend, no two of them crossing one switch port and none a port slower than its
+  NIC; under DCQCN, flows all at line rate with no queue ECN could mark, whether alone or bound by
+  their NICs' round-robin) has nothing to drift, so its steady state is taken after this many flat
+  samples, and so is a steady state the memo knows.  At least 2 samples, and as many as span 4 base RTTs
   for DCQCN (a flow starts at line rate, and a lone one stays there) or 16 for HPCC and DCTCP
   (their window and utilisation estimate settle over that long, and a state frozen earlier sets
   the share the flow gets when a competitor arrives later: a lone HPCC flow frozen after 8 RTTs,
@@ -32,8 +32,8 @@ above its amplitude.  The defaults here follow that rule from the network actual
   hold: the first one after the partition's flows change is at most this long, each later one
   whose re-measured rates match the last within theta / 2 may be twice as long, and no jump is
   longer than the time a rate creeping at the pace seen inside the window would take to drift by
-  theta / 10 (``wormhole.DRIFT_BUDGET``).  A partition frozen after a short window (flows that
-  cannot contend, or an idle DCQCN) has no shares to drift: only that last bound applies to it.
+  theta / 10 (``wormhole.DRIFT_BUDGET``).  A partition frozen after a short window (settled) has
+  no shares to drift: only that last bound applies to it.
   Measured on a 12-layer version of the GPT benchmark (HPCC): 97.0% of events avoided with the cap,
   98.8% without, FCT error 0.04% mean both ways.
 * ``tail``: the last 4 base RTTs of a flow (plus its bytes in flight and two packets) are always

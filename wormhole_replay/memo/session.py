@@ -4,9 +4,9 @@ The engine stops (``RUN_MEMO``) once an instant is complete if it logged a recor
 flows changed, it froze steady, its jump ended, its flows were flat for a few samples, or rates
 were sampled.  ``MemoSession.handle`` reads the log:
 
-* **A transient begins** (flows changed), unless the partition's flows cannot contend
-  (``engine.wormhole.alone``: the engine finds their steady state in a short window, sooner than
-  a lookup pays for itself; counted as ``memo_alone``): its start FCG is built (``_start_fcg``: rates, and the
+* **A transient begins** (flows changed), unless the partition has no shares to settle
+  (``engine.wormhole.settled``: the engine finds its steady state in a short window, sooner than
+  a lookup pays for itself; counted as ``memo_settled``): its start FCG is built (``_start_fcg``: rates, and the
   CC state and queues the paper's rate-only key leaves out) and looked up.  A hit is applied
   through the isomorphism's mapping: each flow is credited its stored bytes (plus the pipe it had
   filled), gets the stored CC state and timer phases, and the partition jumps over the transient
@@ -102,7 +102,7 @@ class MemoSession:
         self.looked_flows: list = []  # ... of each partition whose transient was looked up
         self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
         self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_steady_hits": 0,
-                         "memo_inserts": 0, "memo_too_large": 0, "memo_alone": 0,
+                         "memo_inserts": 0, "memo_too_large": 0, "memo_settled": 0,
                          "memo_entries_at_start": len(entries)}
         for e in entries:
             self._add(e)
@@ -211,15 +211,17 @@ class MemoSession:
                 if wp[k, L.WP_STATE] != 1:
                     continue
                 s = state
-                if wh.alone(s.pt, s.ft, s.paths, wp, s.wsf, k):  # the engine settles it in a short window
-                    self.counters["memo_alone"] += 1
+                if wh.settled(s.pt, s.ci, s.ft, s.ff, s.paths, wp, s.wsf, k):  # the engine's, in a short window
+                    self.counters["memo_settled"] += 1
                 else:
                     self._changed(state, k, gen, t)
             elif kind == L.ML_SHORT:
                 if wp[k, L.WP_STATE] == 1:
                     self._short(state, k, gen, t)
-            else:  # a full window, or a short one for flows that cannot contend (wormhole.sample)
-                self._steady(state, k, gen, t, self.l if wp[k, L.WP_NSAMP] > self.l else self.short)
+            elif wp[k, L.WP_NSAMP] > self.l:  # steady over a full window
+                self._steady(state, k, gen, t, self.l)
+            else:  # over a short one: a settled partition (wormhole.settled), the engine's own
+                self._open_jumps[k] = (t, "steady", self._flows(state, k))
 
     def _journal(self, state, records) -> None:
         """Note where jumps begin (plain steady ones; memo jumps are noted when applied) and end."""
@@ -367,7 +369,7 @@ class MemoSession:
         the transient that led to it."""
         flows = self._flows(state, k)
         self._open_jumps[k] = (t, kind, flows)
-        if len(flows) > fcg.MAX_VERTICES or state.wp[k, L.WP_ALONE] == 1:  # nothing the memo needs
+        if len(flows) > fcg.MAX_VERTICES:
             return
         rates = state.ff[flows, L.FF_STEADY]
         now = self._snapshot(state, flows)
