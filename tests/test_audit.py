@@ -330,7 +330,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, small_trace):
 
 def test_a_poisoned_memo_entry_is_caught_and_named(first_audit, small_trace, tmp_path):
     base, clean = first_audit
-    assert clean["fct_error"]["p99"] < 0.20  # the unpoisoned audit passes the threshold used below
+    # the threshold: a quarter above the clean audit's mean error (the runs are deterministic;
+    # measured 2026-11-30: clean 1.45%, poisoned 2.19%, the poisoned entry's own flows 5.9%)
+    limit = 1.25 * clean["fct_error"]["mean"]
     db = tmp_path / "poisoned.sqlite"
     with contextlib.closing(sqlite3.connect(base / "memo.sqlite")) as src, contextlib.closing(sqlite3.connect(db)) as dst:
         src.backup(dst)
@@ -342,14 +344,14 @@ def test_a_poisoned_memo_entry_is_caught_and_named(first_audit, small_trace, tmp
         dst.commit()
     out = tmp_path / "poisoned"
     rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out),
-                                 "--baseline", str(base), "--memo-db", str(db), "--max-p99-error", "20%", "--json",
+                                 "--baseline", str(base), "--memo-db", str(db), "--max-mean-error", f"{limit * 100:.4f}%", "--json",
                                  "--quiet"])
     assert rc == 1
-    assert "thresholds exceeded: p99 FCT error" in stderr
+    assert "thresholds exceeded: mean FCT error" in stderr
     audit = json.loads(stdout)
     assert not audit["passed"]
-    assert [x["name"] for x in audit["thresholds"]["exceeded"]] == ["max_p99_error"]
-    assert audit["thresholds"]["exceeded"][0]["value"] > 0.20
+    assert [x["name"] for x in audit["thresholds"]["exceeded"]] == ["max_mean_error"]
+    assert audit["thresholds"]["exceeded"][0]["value"] > limit
     named = {h["digest"] for w in audit["worst_flows"] for h in w["memo_hits"]}
     assert digest in named
     assert audit["worst_entries"][0]["digest"] == digest

@@ -389,7 +389,7 @@ def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, s
     at the transient's end).  ``flows[i]``'s CC timers (QP slots 0..2) are set to fire
     ``phases[i, t]`` ns after the jump, or disarmed (-1); ``phases`` with no columns leaves them.
     False, and nothing changed, if a flow would reach its tail inside the transient (the entry
-    does not apply)."""
+    does not apply), or if the whole jump would be shorter than ``CI_WH_MIN_JUMP``."""
     payload = ci[CI_PAYLOAD]
     tail = ci[CI_WH_TAIL]
     jump = NEVER
@@ -408,6 +408,8 @@ def memo_jump(pt, nt, ft, ff, qn, qw, qm, hs, hpos, ci, st, wp, wl, k, t_conv, s
     cap = t_conv + ci[CI_WH_CAP]
     if jump > cap:
         jump = cap
+    if jump < ci[CI_WH_MIN_JUMP]:  # not worth the perturbation, as for a steady jump (fastforward.py)
+        return False
     wp[k, WP_TCONV] = max(t_conv, 1)
     now = st[ST_NOW]
     for i in range(phases.shape[0]):

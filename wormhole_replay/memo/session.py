@@ -6,7 +6,8 @@ were sampled.  ``MemoSession.handle`` reads the log:
 
 * **A transient begins** (flows changed), unless the partition has no shares to settle
   (``engine.wormhole.settled``: the engine finds its steady state in a short window, sooner than
-  a lookup pays for itself; counted as ``memo_settled``): its start FCG is built (``_start_fcg``: rates, and the
+  a lookup pays for itself; counted as ``memo_settled``) or a flow of it is too close to its end
+  for any hit to jump ``min_jump`` (``memo_too_short``): its start FCG is built (``_start_fcg``: rates, and the
   CC state and queues the paper's rate-only key leaves out) and looked up.  A hit is applied
   through the isomorphism's mapping: each flow is credited its stored bytes (plus the pipe it had
   filled), gets the stored CC state and timer phases, and the partition jumps over the transient
@@ -102,7 +103,7 @@ class MemoSession:
         self.looked_flows: list = []  # ... of each partition whose transient was looked up
         self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
         self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_steady_hits": 0,
-                         "memo_inserts": 0, "memo_too_large": 0, "memo_settled": 0,
+                         "memo_inserts": 0, "memo_too_large": 0, "memo_too_short": 0, "memo_settled": 0,
                          "memo_entries_at_start": len(entries)}
         for e in entries:
             self._add(e)
@@ -244,6 +245,11 @@ class MemoSession:
         flows = self._flows(state, k)
         if len(flows) > fcg.MAX_VERTICES:
             self.counters["memo_too_large"] += 1
+            return
+        ft, ff = state.ft, state.ff
+        at_line_rate = (ft[flows, L.FT_SIZE] - ft[flows, L.FT_SND_UNA]) * 8e9 / ff[flows, L.FF_MAX_RATE]
+        if at_line_rate.min() < state.ci[L.CI_WH_MIN_JUMP]:  # no hit could jump far enough (memo_jump)
+            self.counters["memo_too_short"] += 1
             return
         g = self._start_fcg(state, flows)
         self.looked_flows.append(flows[0])
