@@ -359,16 +359,17 @@ def test_a_poisoned_memo_entry_is_caught_and_named(first_audit, small_trace, tmp
     _check_json_matches_tables(out, audit)
 
 
-@pytest.mark.parametrize("sample", ["gpt", "moe"])
-def test_bundled_samples_pass_within_the_noise_floor(sample, tmp_path):
-    """The bound: per-flow FCT errors (mean, p99) and the iteration-time error of the accelerated run
-    are within the full simulation's own noise floor (measured on 2026-11-29 with HPCC: GPT mean
-    2.0% vs 10.5%, p99 18% vs 79%, iteration 2.6% vs 5.0%; MoE mean 5.5% vs 12.8%, p99 67% vs 90%,
-    iteration 1.5% vs 2.6%)."""
+@pytest.mark.parametrize("sample,cc", [("gpt", "hpcc"), ("moe", "hpcc"), ("gpt", "dcqcn"), ("moe", "dcqcn")])
+def test_bundled_samples_pass_the_fast_forward_bounds(sample, cc, tmp_path):
+    """The issue's bounds (mean FCT error <= 1%, p99 <= 5%, iteration time <= 1%), with the memo on,
+    and within the full simulation's own noise floor.  Measured 2026-11-30: 0.00% on all three for
+    all four (no jump is worth its perturbation on flows this short: ``min_jump``), against floors
+    of 10.5% / 12.8% / 24.9% / 17.3% mean FCT (GPT HPCC, MoE HPCC, GPT DCQCN, MoE DCQCN)."""
     out = tmp_path / sample
     rc, stdout, stderr = _audit([str(REPO / "traces" / f"{sample}-16gpu.trace.parquet"), "--topology",
-                                 "rail:servers=4,gpus_per_server=4", "--cc", "hpcc", "--out", str(out),
-                                 "--noise-floor", "--json", "--quiet"])
+                                 "rail:servers=4,gpus_per_server=4", "--cc", cc, "--out", str(out),
+                                 "--noise-floor", "--max-mean-error", "1%", "--max-p99-error", "5%",
+                                 "--max-iteration-error", "1%", "--json", "--quiet"])
     assert rc == 0, stderr
     audit = json.loads(stdout)
     nf = audit["noise_floor"]
