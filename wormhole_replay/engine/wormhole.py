@@ -16,9 +16,10 @@ per sample of measurement resolution (a sample counts whole packets); a partitio
 its flows are.  Delivered rate rather than the CC's rate variable: DCQCN's rate variable saws up
 and down by design while the throughput it yields is flat, and delivered rate is what the flow's
 completion time depends on.  The window restarts whenever the partition's flows change.  A
-partition with no shares to settle needs only a short window (``CI_WH_SHORT`` samples): its flows
-cannot contend (``alone``: no switch port carries two of them, none crosses one slower than its
-NIC) or, under DCQCN, all still send at line rate (``_idle``); its jump then has no first-jump cap.
+partition with no shares to settle (``settled``) needs only a short window (``CI_WH_SHORT``
+samples): under HPCC its flows cannot contend (``alone``: no switch port carries two of them, none
+crosses one slower than its NIC), under DCQCN they all still send at line rate with no queue ECN
+could mark (``_idle``); its jump then has no first-jump cap.
 
 **Jumps.**  A steady partition is frozen: its pending events (transmissions, link arrivals, NIC
 wake-ups, CC timers) are parked, its ports stop sending, and its buffers keep their occupancy, so
@@ -284,9 +285,9 @@ def _freeze(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr,
         ff[f, FF_STEADY] = r
         f = ft[f, FT_PNEXT]
     # extrapolate no further than the rates have proven to hold: the first jump after a change is
-    # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one.  Flows
-    # frozen after a short window cannot contend or their CC is idle: no share can drift, and only a
-    # flow's tail or an arrival ends the jump
+    # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one.  A
+    # partition frozen after a short window is settled: no share can drift, and only a flow's tail
+    # or an arrival ends the jump
     cap = 2 * wp[k, WP_CAP] if confirmed else ci[CI_WH_CAP]
     if n < l:
         cap = NEVER // 4
@@ -720,7 +721,7 @@ def sample(pt, nt, ft, ff, paths, qn, qw, qm, hs, hpos, ci, cf, st, wp, wl, sr, 
         k = wl[i]
         m = wp[k, WP_NSAMP]
         steady = m >= l  # a full window since the flows last changed
-        # ... or a short one, for flows that cannot contend or whose CC is idle, or for the memo
+        # ... or a short one, for a settled partition, or for the memo (a steady state it may know)
         n_short = ci[CI_WH_SHORT]
         short = n_short <= m < l
         free = short and settled(pt, ci, ft, ff, paths, wp, wsf, k)
