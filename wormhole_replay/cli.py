@@ -50,7 +50,7 @@ def add_wormhole_options(p) -> None:
     """The fast-forward knobs and the memo options of a wormhole run (``simulate``, ``replay``,
     ``audit``)."""
     g = p.add_argument_group("fast-forward (wormhole mode)")
-    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.05)")
+    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.03)")
     g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16; 32 for DCQCN)")
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
