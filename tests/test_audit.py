@@ -345,8 +345,8 @@ def test_a_poisoned_memo_entry_is_caught_and_named(first_audit, small_trace, tmp
         dst.commit()
     out = tmp_path / "poisoned"
     rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out),
-                                 "--baseline", str(base), "--memo-db", str(db), "--max-mean-error", f"{limit * 100:.4f}%",
-                                 "--json", "--quiet"])
+                                 "--baseline", str(base), "--memo-db", str(db),
+                                 "--max-mean-error", f"{limit * 100:.4f}%", "--json", "--quiet"])
     assert rc == 1
     assert "thresholds exceeded: mean FCT error" in stderr
     audit = json.loads(stdout)

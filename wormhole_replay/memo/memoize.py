@@ -40,9 +40,9 @@ class Memoizer:
             ff = plan.fast_forward
             fp = fingerprint(topo, cfg, ff)
             self.store = MemoStore.open(self.target)
-            self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples, ff.short_samples,
-                                       shared_prefixes=self.shared_prefixes, on_learn=self._maybe_flush,
-                                       spot_check=self.spot_check)
+            self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples,
+                                       ff.short_samples, shared_prefixes=self.shared_prefixes,
+                                       on_learn=self._maybe_flush, spot_check=self.spot_check)
             return self.session
 
         return make

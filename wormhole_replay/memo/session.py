@@ -212,7 +212,7 @@ class MemoSession:
                 if wp[k, L.WP_STATE] != 1:
                     continue
                 s = state
-                if wh.settled(s.pt, s.ci, s.ft, s.ff, s.paths, wp, s.wsf, k):  # the engine's, in a short window
+                if wh.settled(s.pt, s.ci, s.ft, s.ff, s.paths, wp, s.wsf, k):  # the engine's own (short window)
                     self.counters["memo_settled"] += 1
                 else:
                     self._changed(state, k, gen, t)
