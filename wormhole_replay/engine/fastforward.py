@@ -18,12 +18,13 @@ above its amplitude.  The defaults here follow that rule from the network actual
 * ``short_samples``: a partition with no shares to settle (``wormhole.settled``: under HPCC, flows
   that cannot contend, no two of them crossing one switch port and none a port slower than its
   NIC; under DCQCN, flows all at line rate with no queue ECN could mark, whether alone or bound by
-  their NICs' round-robin) has nothing to drift, so its steady state is taken after this many flat
-  samples, and so is a steady state the memo knows.  At least 2 samples, and as many as span 4 base RTTs
-  for DCQCN (a flow starts at line rate, and a lone one stays there) or 16 for HPCC and DCTCP
-  (their window and utilisation estimate settle over that long, and a state frozen earlier sets
-  the share the flow gets when a competitor arrives later: a lone HPCC flow frozen after 8 RTTs,
-  then joined by a second, finished 6.6% early; after 16 RTTs, 0.1%); 2 with the default windows.
+  their NICs' round-robin) has nothing to drift, so its steady state is taken after this many
+  flat samples, and so is a steady state the memo knows.  At least 2 samples, and as many as span
+  4 base RTTs for DCQCN (a flow starts at line rate, and a lone one stays there) or 16 for HPCC
+  and DCTCP (their window and utilisation estimate settle over that long, and a state frozen
+  earlier sets the share the flow gets when a competitor arrives later: a lone HPCC flow frozen
+  after 8 RTTs, then joined by a second, finished 6.6% early; after 16 RTTs, 0.1%); 2 with the
+  default windows.
   Measured on 4-layer versions of the benchmark's iterations (GPT HPCC / GPT DCQCN / MoE DCQCN):
   events avoided 89% / 92% / 76% with full windows only, 97% / 99.2% / 96.9% with short ones, at
   FCT errors of 0.03% / 0.04% / 0.06% mean.
@@ -67,7 +68,8 @@ from . import layout as L
 WINDOW_RP_TIMERS = 4  # DCQCN: the window spans this many rate-increase periods
 WINDOW_RTTS = 128  # HPCC, DCTCP: ... this many base RTTs
 FIRST_JUMP_WINDOWS = 16  # the first jump after a change spans at most this many windows
-SHORT_RTTS = {1: 4}  # a short window spans at least this many base RTTs: DCQCN (cc mode 1) 4, others 16
+SHORT_RTTS = 16  # HPCC, DCTCP: a short window spans at least this many base RTTs
+SHORT_RTTS_DCQCN = 4  # ... DCQCN (its flows start at line rate: nothing to settle)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,8 @@ class FastForward:
         interval = max(int(window) // samples, 1)
         short = self.short_samples
         if short is None:
-            short = max(2, -(-SHORT_RTTS.get(cc_mode, 16) * rtt // interval))
+            rtts = SHORT_RTTS_DCQCN if cc_mode == 1 else SHORT_RTTS
+            short = max(2, -(-rtts * rtt // interval))
         if short < 2:
             raise InputError(f"fast-forward short_samples must be at least 2, not {short}")
         return FastForward(self.theta, samples, int(window), int(tail), int(min_jump), int(first), int(short))

@@ -5,9 +5,8 @@ In it: the CC algorithm and every CC, ECN, PFC, buffer and packet setting of the
 (all ``SimConfig`` fields but file names, tracing and the RNG seed: the ECN draws' seed changes
 which packets are marked, not the dynamics a memo entry summarises); the multiset of link rates
 and delays (the FCG ignores where a link sits, so the fingerprint keeps what links exist, not the
-wiring); the wormhole options that define when a transient ends (theta, window, samples,
-short samples); and the
-FCG hashing scheme.
+wiring); the wormhole options that define when a transient ends (theta, window, samples, short
+samples); and the FCG hashing scheme.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ were sampled.  ``MemoSession.handle`` reads the log:
 * **A transient begins** (flows changed), unless the partition has no shares to settle
   (``engine.wormhole.settled``: the engine finds its steady state in a short window, sooner than
   a lookup pays for itself; counted as ``memo_settled``) or a flow of it is too close to its end
-  for any hit to jump ``min_jump`` (``memo_too_short``): its start FCG is built (``_start_fcg``: rates, and the
-  CC state and queues the paper's rate-only key leaves out) and looked up.  A hit is applied
+  for any hit to jump ``min_jump`` (``memo_too_short``): its start FCG is built (``_start_fcg``:
+  rates, and the CC state and queues the paper's rate-only key leaves out) and looked up.  A hit is applied
   through the isomorphism's mapping: each flow is credited its stored bytes (plus the pipe it had
   filled), gets the stored CC state and timer phases, and the partition jumps over the transient
   (``engine.wormhole.memo_jump``); an entry that ended steady continues at its steady rates to the
@@ -222,7 +222,7 @@ class MemoSession:
             elif wp[k, L.WP_NSAMP] > self.l:  # steady over a full window
                 self._steady(state, k, gen, t, self.l)
             else:  # over a short one: a settled partition (wormhole.settled), the engine's own
-                self._open_jumps[k] = (t, "steady", self._flows(state, k))
+                self._journal(state, [(kind, k, gen, t)])
 
     def _journal(self, state, records) -> None:
         """Note where jumps begin (plain steady ones; memo jumps are noted when applied) and end."""
