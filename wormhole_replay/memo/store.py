@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from functools import cache
@@ -45,6 +47,26 @@ BUSY_TIMEOUT_MS = 30_000
 CHUNK = 500  # rows per INSERT statement (10 values a row, far below SQLite's 32766 limit)
 _ENTRIES = EntryRow.__table__
 _RUNS = RunRow.__table__
+
+
+def _enable_wal(cur) -> None:
+    """Put the SQLite file in WAL mode, waiting out other openers.
+
+    Switching the journal mode needs an exclusive lock, and SQLite answers "database is locked" at
+    once, without its busy handler, when a concurrent opener of a new file holds a shared one; so
+    this retries for up to the busy timeout. A file already in WAL mode takes no lock at all.
+    """
+    if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def migrations_dir() -> Path:
@@ -198,7 +220,7 @@ class MemoStore:
                 cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 cur.execute("PRAGMA foreign_keys = ON")
                 if writable:  # WAL persists in the file: only a store that may write sets it
-                    cur.execute("PRAGMA journal_mode = WAL")
+                    _enable_wal(cur)
                 cur.close()
 
             @sa.event.listens_for(engine, "begin")
