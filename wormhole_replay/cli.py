@@ -54,7 +54,7 @@ def add_wormhole_options(p) -> None:
     g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16; 32 for DCQCN)")
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
-    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 30us (4 base RTTs)")
+    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
     m = p.add_argument_group("memo (wormhole mode)")
     m.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
                    "(default: memo.sqlite in the output folder)")
