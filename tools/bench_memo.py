@@ -11,7 +11,9 @@ transients looked up); and the warm run's largest difference from the cold one.
                                [--shared-prefixes] [--db memo.sqlite]
 
 The noise floor printed last is the full simulation against itself with one compute op 1 ns
-longer: on DAG workloads contention order is chaotic, and per-flow errors below it mean nothing.
+longer (the first one something depends on: ``audit.compare.perturb_ops``, as ``audit
+--noise-floor``): on DAG workloads contention order is chaotic, and per-flow errors below it mean
+nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wormhole_replay.audit.compare import perturb_ops
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.trace import Trace, load_trace
 
@@ -36,14 +39,6 @@ def errors(base, other) -> tuple[float, float, float]:
     e = np.abs(b - a) / a
     ia, ib = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
     return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia))
-
-
-def perturbed(trace: Trace) -> Trace:
-    """The trace with its first compute op 1 ns longer."""
-    ops = trace.ops.copy()
-    i = ops.index[ops["kind"] == "compute"][0]
-    ops.loc[i, "duration_ns"] += 1
-    return Trace(ops, trace.meta)
 
 
 def main() -> int:
@@ -63,7 +58,7 @@ def main() -> int:
     full = replay(trace, **run, mode="full")
     cold = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
     warm = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
-    floor = replay(perturbed(trace), **run, mode="full")
+    floor = replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full")
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
           f"{', shared prefixes memoized' if a.shared_prefixes else ''}")

@@ -8,7 +8,12 @@ and wormhole wall time, the speedup, the fraction of events avoided (1 - wormhol
 events), and the per-flow FCT error (mean, p99, max) and iteration-time error against full.  The
 iterations are sized so that the full run takes one to a few minutes here; expect ~15 minutes.
 
-    python tools/bench_wormhole.py [--cc hpcc] [--only gpt|moe]
+With ``--noise-floor``, a third row per workload: the full simulation against itself with one
+compute op 1 ns longer (``audit.compare.perturb_ops``, as ``audit --noise-floor``), i.e. how far
+per-flow FCTs move for a perturbation far below any jump's; an error near it is chaos, not the
+jumps (one more full run per workload).
+
+    python tools/bench_wormhole.py [--cc hpcc] [--only gpt|moe] [--noise-floor]
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from wormhole_replay.audit.compare import perturb_ops
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.generators import GPT_PRESETS, MOE_PRESETS, gpt_trace
+from wormhole_replay.workload.trace import Trace
 
 TOPOLOGY = "rail:servers=4,gpus_per_server=4"
 # 16 GPUs: TP 4 inside a server, DP 4 across servers; large gradient buckets make long ring steps
@@ -49,6 +56,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cc", default="hpcc", choices=["dcqcn", "hpcc"])
     ap.add_argument("--only", choices=sorted(WORKLOADS))
+    ap.add_argument("--noise-floor", action="store_true", help="also the full run with one compute op 1 ns longer")
     a = ap.parse_args()
     # compile the kernels first so that neither mode pays for it
     replay(gpt_trace(GPT_PRESETS["gpt-13b"], 4, tp=4, name="warm-up"), TOPOLOGY, a.cc, mode="wormhole")
@@ -61,8 +69,11 @@ def main() -> int:
         trace = make()
         full = replay(trace, TOPOLOGY, a.cc, mode="full")
         runs = {"steady": {}, "+memo": {"memo_db": str(Path(tmp.name) / f"{name}.sqlite")}}
+        if a.noise_floor:
+            runs["floor"] = {"mode": "full"}
         for how, kw in runs.items():
-            r = compare(full, replay(trace, TOPOLOGY, a.cc, mode="wormhole", **kw))
+            t = Trace(perturb_ops(trace.ops)[0], trace.meta) if how == "floor" else trace
+            r = compare(full, replay(t, TOPOLOGY, a.cc, **{"mode": "wormhole", **kw}))
             print(f"{name + ' ' + how:16s} {a.cc:6s} {r['flows']:6d} {r['full_s']:8.1f} {r['wormhole_s']:10.1f} "
                   f"{r['speedup']:7.1f}x {r['events_avoided'] * 100:13.2f}% {r['fct_mean'] * 100:11.3f}% "
                   f"{r['fct_p99'] * 100:7.3f}% {r['fct_max'] * 100:7.3f}% {r['iteration'] * 100:7.3f}%", flush=True)
