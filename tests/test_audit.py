@@ -131,7 +131,19 @@ def test_the_noise_floor_perturbs_one_compute_op_by_1ns():
     assert info == {"op_id": 3, "rank": 0, "name": "", "iteration": 0, "duration_ns": 700, "delta_ns": 1}
     assert list(out["duration_ns"]) == [0, 0, 500, 701, 0, 100]
     assert list(ops["duration_ns"]) == [0, 0, 500, 700, 0, 100]  # the original is untouched
+    out, info = C.perturb_ops(ops, delta_ns=2)  # the second draw of a noise floor
+    assert info["op_id"] == 3 and info["delta_ns"] == 2 and list(out["duration_ns"]) == [0, 0, 500, 702, 0, 100]
     assert C.perturb_ops(ops[ops.kind != "compute"])[1] is None
+
+
+def test_the_noise_floor_of_several_draws_is_each_statistic_at_its_widest():
+    a = {"fct_error": {"count": 4, "mean": 0.1, "p99": 0.5}, "iteration_error": {"count": 2, "mean": 0.02, "max": None}}
+    b = {"fct_error": {"count": 4, "mean": 0.2, "p99": 0.3}, "iteration_error": {"count": 2, "mean": 0.01, "max": 0.03}}
+    assert C.widest([a, b]) == {"fct_error": {"count": 4, "mean": 0.2, "p99": 0.5},
+                                "iteration_error": {"count": 2, "mean": 0.02, "max": 0.03}}
+    assert C.widest([a]) == a
+    v = C.noise_comparison({"mean": 0.02, "p99": 0.3}, {"max": 0.01}, {"mean": 0.1, "p99": 0.8}, {"max": 0.05}, 3)
+    assert "delayed by 1 ns, 10 ns or 100 ns, in the widest of 3 draws" in v["verdict"]
 
 
 def test_thresholds_noise_verdict_and_spot_check_errors():
@@ -197,14 +209,16 @@ def _check_json_matches_tables(out: Path, audit: dict) -> None:
     assert len(flows) == len(pd.read_parquet(out / "full" / "flows.parquet")) == audit["flows"]["total"]
     assert flows["flow_id"].is_unique
     assert flows.loc[flows["virtual"], "error"].isna().all()
-    for name, col, stats in (("fct_error", "error", C.STATS), ("noise_floor", "noise_error", C.STATS)):
-        if name == "noise_floor":
-            if audit["noise_floor"] is None:
-                assert col not in flows
-                continue
-            section = audit["noise_floor"]["fct_error"]
-        else:
-            section = audit[name]
+    nf = audit["noise_floor"]
+    if nf is None:
+        assert "noise_error" not in flows
+    else:  # one column per draw, and the floor is each statistic's widest
+        assert nf["fct_error"] == C.widest(nf["draws"])["fct_error"]
+        assert nf["perturbation"] == nf["draws"][0]["perturbation"]
+    draws = [] if nf is None else nf["draws"]
+    sections = [("error", audit["fct_error"])] + [(f"noise_error{'_' + str(k + 1) if k else ''}", d["fct_error"])
+                                                  for k, d in enumerate(draws)]
+    for col, section in sections:
         e = flows[col].dropna().to_numpy()
         assert section["count"] == len(e) > 0
         assert section["mean"] == pytest.approx(e.mean(), rel=1e-12, abs=1e-15)
@@ -293,6 +307,32 @@ def test_baseline_is_reused_without_a_full_run(first_audit, small_trace, tmp_pat
         json.loads((base / "full" / "baseline.json").read_text())["identity"]
 
 
+def test_noise_floor_draws_are_saved_and_reused(first_audit, small_trace, tmp_path):
+    """--noise-floor N: N perturbed full runs (one op 1 ns, 10 ns, ... longer), the floor at its widest, each draw
+    saved with the baseline and reused by a later audit that asks for as many or more."""
+    base, _ = first_audit
+    common = [str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--no-memo", "--json", "--quiet"]
+    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "n2"), "--baseline", str(base), "--noise-floor", "2"])
+    assert rc == 0, stderr
+    two = json.loads(stdout)
+    nf = two["noise_floor"]
+    assert two["runs"]["noise_floor"] == "simulated" and len(nf["draws"]) == 2
+    assert [d["perturbation"]["delta_ns"] for d in nf["draws"]] == [1, 10]
+    assert nf["fct_error"]["mean"] == max(d["fct_error"]["mean"] for d in nf["draws"]) > 0
+    _check_json_matches_tables(tmp_path / "n2", two)
+    text = _check_report(tmp_path / "n2" / "report.html")
+    assert "widest of 2 draws" in text and "draw 2" in text
+    assert (tmp_path / "n2" / "full" / "noise-2" / "baseline.json").is_file()
+    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "n3"), "--baseline", str(tmp_path / "n2"),
+                                          "--noise-floor", "3"])
+    assert rc == 0, stderr
+    three = json.loads(stdout)
+    assert three["runs"]["noise_floor"] == f"1 simulated, 2 from baseline {tmp_path / 'n2' / 'full'}"
+    assert three["noise_floor"]["draws"][:2] == nf["draws"]  # the saved draws, as they were
+    assert len(three["noise_floor"]["draws"]) == 3
+    _check_json_matches_tables(tmp_path / "n3", three)
+
+
 @pytest.mark.parametrize("topology, cc, extra, says", [
     (SMALL_TOPO, "dcqcn", [], "baseline was made with --cc hpcc, not dcqcn"),
     ("rail:servers=4,gpus_per_server=2", "hpcc", [], f"baseline was made with --topology {SMALL_TOPO}, not"),
@@ -320,7 +360,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, small_trace):
                         (["--spot-check", "2", "--no-memo"], "needs a memo database"),
                         (["--baseline", str(tmp_path / "nothing")], "no such baseline folder"),
                         (["--baseline", str(tmp_path)], "not an audit baseline"),
-                        (["--iterations", "3"], "the trace has 2 iteration(s)")):
+                        (["--iterations", "3"], "the trace has 2 iteration(s)"),
+                        (["--noise-floor", "5"], "at most 4 draws")):
         rc, stdout, stderr = _audit(common + extra)
         assert rc == 2 and stderr.count("\n") == 1 and says in stderr, (extra, stderr)
     rc, _, stderr = _audit([str(small_trace), "--topology", "torus:k=3", "--cc", "hpcc", "--out", str(out)])

@@ -2,7 +2,7 @@
 
     wormhole-replay audit TRACE --topology SPEC|FILE --cc dcqcn|hpcc|dctcp --out DIR
         [--iterations N] [--config FILE] [--memo-db PATH|URL | --no-memo] [--baseline DIR]
-        [--spot-check N] [--noise-floor] [--max-mean-error X] [--max-p99-error X]
+        [--spot-check N] [--noise-floor [N]] [--max-mean-error X] [--max-p99-error X]
         [--max-iteration-error X] [--worst K] [--json] [--quiet] [--ff-* ...]
 
 Runs, in this order (so that a bad memo database is found before the long full run, and so that
@@ -12,9 +12,11 @@ a cold Numba cache slows the accelerated run, never flatters it):
    ``DIR/memo.sqlite``; ``--no-memo``: steady-state fast-forwarding only);
 2. the full packet-level run, unless ``--baseline DIR`` names a previous audit (its folder or its
    ``full/``) made from the same trace, topology, CC, iterations, config and tool version;
-3. with ``--noise-floor``, the full run again with one compute op of the first iteration 1 ns
-   longer (``compare.perturbation_target``): how far the full simulation moves from itself, which
-   on DAG workloads is far from zero (contention order and ECN draws reorder);
+3. with ``--noise-floor [N]``, the full run again N times (1 by default, at most 4), with one compute
+   op of the first iteration 1 ns, 10 ns, 100 ns or 1 us longer (``compare.perturb_ops``): how far
+   the full simulation moves from itself, which on DAG workloads is far from zero (contention order
+   and ECN draws reorder) and varies from draw to draw; the floor is each statistic's largest over
+   the draws (``compare.widest``);
 4. with ``--spot-check N``, the accelerated run again, simulating N memo hits (of distinct
    entries) packet by packet instead of applying them, each compared with what the entry said.
    This run is separate, so the audited accelerated run is exactly the one a user gets.
@@ -22,7 +24,8 @@ a cold Numba cache slows the accelerated run, never flatters it):
 Outputs in DIR (all atomic; nothing is written on bad input): ``report.html``, ``audit.json``,
 ``flows.parquet``, ``collectives.csv``, ``iterations.csv``, ``spot_checks.csv`` (with
 ``--spot-check``), and ``full/`` (the full run, reusable with ``--baseline``: ``flows.parquet``,
-``collectives.csv``, ``iterations.csv``, ``baseline.json``, and ``noise/`` with the perturbed run).
+``collectives.csv``, ``iterations.csv``, ``baseline.json``, and ``noise/``, ``noise-2/``, ... with
+the perturbed runs).
 
 Exit status: 0, or 1 when a ``--max-*`` threshold is exceeded (outputs are still written and
 ``audit.json`` names the threshold), or 2 on bad input.
@@ -85,10 +88,11 @@ def add_parser(subparsers, parser_class=None):
     a.add_argument("--out", required=True, metavar="DIR", help="output folder (report.html, audit.json, tables, full/)")
     a.add_argument("--baseline", metavar="DIR", help="reuse the full run saved by an earlier audit (its --out folder "
                    "or its full/) instead of simulating it again; refused if made with other inputs")
-    a.add_argument("--noise-floor", action="store_true",
-                   help="also run the full simulation with one compute op 1 ns longer, and report how far the full "
-                        "simulation moves from itself beside the accelerated run's errors (one more full run, "
-                        "saved with the baseline and reused from it)")
+    a.add_argument("--noise-floor", type=_count, nargs="?", const=1, default=0, metavar="N",
+                   help="also run the full simulation N times (default 1, at most 4) with one compute op 1 ns, "
+                        "10 ns, 100 ns or 1 us longer, and report how far the full simulation moves from itself (the "
+                        "widest of the draws) beside the accelerated run's errors (N more full runs, saved with the "
+                        "baseline and reused from it)")
     a.add_argument("--spot-check", type=_count, default=0, metavar="N",
                    help="re-simulate N memo hits (distinct entries) packet by packet and report each one's error "
                         "(one more accelerated run)")
@@ -157,6 +161,11 @@ def _plan(args) -> Plan:
     if existing is None or not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{out}: cannot write there (--out)")
     memo_db = None if args.no_memo else (args.memo_db or str(out / "memo.sqlite"))
+    from .compare import DRAW_DELAYS_NS
+
+    if args.noise_floor > len(DRAW_DELAYS_NS):
+        raise InputError(f"audit: --noise-floor {args.noise_floor}: at most {len(DRAW_DELAYS_NS)} draws "
+                         "(one op 1 ns, 10 ns, 100 ns or 1 us longer)")
     if args.spot_check:
         if memo_db is None:
             raise InputError("audit: --spot-check checks memo hits; it needs a memo database (drop --no-memo)")
@@ -218,9 +227,24 @@ def _read_tables(d: Path, where: str) -> dict:
     return {"flows": flows, "collectives": coll, "iterations": its}
 
 
-def _load_baseline(given: Path, identity: dict, want_noise: bool) -> tuple[Path, dict]:
+def _noise_dir(full: Path, draw: int) -> Path:
+    """Where a baseline keeps its noise-floor draw ``draw`` (0-based)."""
+    return full / ("noise" if draw == 0 else f"noise-{draw + 1}")
+
+
+def _saved_draws(meta: dict) -> list[dict]:
+    """The noise-floor draws a baseline.json lists: [{``perturbation``, ``counters``}]."""
+    if meta.get("noise_draws"):
+        return list(meta["noise_draws"])
+    if meta.get("noise_floor"):  # written before draws: one
+        return [{"perturbation": meta["noise_floor"], "counters": meta.get("noise_counters")}]
+    return []
+
+
+def _load_baseline(given: Path, identity: dict, draws: int) -> tuple[Path, dict]:
     """The saved full run at ``given`` (an audit folder or its ``full/``), checked against this
-    audit's ``identity``: {``meta``, ``tables``, ``noise`` (tables or None)}."""
+    audit's ``identity``: {``meta``, ``tables``, ``noise``: its first ``draws`` noise-floor draws,
+    each {``perturbation``, ``counters``, ``tables``}}."""
     d = given if (given / "baseline.json").is_file() else given / "full"
     if not (d / "baseline.json").is_file():
         if not given.exists():
@@ -238,9 +262,12 @@ def _load_baseline(given: Path, identity: dict, want_noise: bool) -> tuple[Path,
     if diffs:
         raise InputError(f"{given}: " + "; ".join(diffs) + " (run the audit without --baseline to make a new one)")
     tables = _read_tables(d, str(d))
-    noise = None
-    if want_noise and meta.get("noise_floor") and (d / "noise" / "baseline.json").is_file():
-        noise = _read_tables(d / "noise", str(d / "noise"))
+    noise = []
+    for k, draw in enumerate(_saved_draws(meta)[:draws]):
+        nd = _noise_dir(d, k)
+        if not (nd / "baseline.json").is_file():
+            break
+        noise.append({**draw, "tables": _read_tables(nd, str(nd))})
     return d, {"meta": meta, "tables": tables, "noise": noise}
 
 
@@ -281,7 +308,7 @@ def _warm_up(plan: Plan) -> float:
 def _runs(plan: Plan, args) -> dict:
     from ..replay import ReplayResult, replay
     from ..workload.trace import Trace
-    from .compare import perturb_ops
+    from .compare import DRAW_DELAYS_NS, perturb_ops
 
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
                   progress=not args.quiet)
@@ -303,25 +330,29 @@ def _runs(plan: Plan, args) -> dict:
         _say(args, "full run (packet by packet)")
         runs["full"] = replay(plan.trace, **common, mode="full")
         runs["sources"]["full"] = "simulated"
-    runs["perturbation"] = runs["perturbed"] = None
-    if args.noise_floor:
-        ops, info = perturb_ops(plan.trace.ops)
-        saved = plan.baseline["noise"] if plan.baseline is not None else None
+    runs["perturbation"], runs["perturbed"] = [], []
+    saved = plan.baseline["noise"] if plan.baseline is not None else []
+    reused = 0
+    for k in range(args.noise_floor):
+        ops, info = perturb_ops(plan.trace.ops, delta_ns=DRAW_DELAYS_NS[k])
         if info is None:
             plan.notes.append("No noise floor: the trace has no compute op to perturb.")
-        elif saved is not None and plan.baseline["meta"].get("noise_floor") == info:
-            meta = plan.baseline["meta"]
-            runs["perturbed"] = ReplayResult(flows=saved["flows"], collectives=saved["collectives"],
-                                             iterations=saved["iterations"],
-                                             counters=dict(meta.get("noise_counters") or {}))
-            runs["perturbation"] = info
-            runs["sources"]["noise_floor"] = f"baseline {plan.baseline_dir}"
-            _say(args, f"noise floor: reused from {plan.baseline_dir}")
+            break
+        if k < len(saved) and saved[k]["perturbation"] == info:
+            t = saved[k]["tables"]
+            runs["perturbed"].append(ReplayResult(flows=t["flows"], collectives=t["collectives"],
+                                                  iterations=t["iterations"], counters=dict(saved[k]["counters"] or {})))
+            reused += 1
+            _say(args, f"noise floor, draw {k + 1}: reused from {plan.baseline_dir}")
         else:
-            _say(args, f"noise floor: full run with op {info['op_id']} ({info['name']}, rank {info['rank']}) 1 ns longer")
-            runs["perturbed"] = replay(Trace(ops, plan.trace.meta), **common, mode="full")
-            runs["perturbation"] = info
-            runs["sources"]["noise_floor"] = "simulated"
+            _say(args, f"noise floor, draw {k + 1}: full run with op {info['op_id']} ({info['name']}, rank "
+                       f"{info['rank']}) 1 ns longer")
+            runs["perturbed"].append(replay(Trace(ops, plan.trace.meta), **common, mode="full"))
+        runs["perturbation"].append(info)
+    if runs["perturbed"]:
+        n = len(runs["perturbed"])
+        runs["sources"]["noise_floor"] = ("simulated" if not reused else f"baseline {plan.baseline_dir}" if reused == n
+                                          else f"{n - reused} simulated, {reused} from baseline {plan.baseline_dir}")
     runs["spot_checks"] = None
     if args.spot_check:
         _say(args, f"spot check: accelerated run again, {args.spot_check} memo hit(s) simulated instead of applied")
@@ -358,7 +389,7 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     from .compare import (annotate_flows, check_thresholds, entries_by_error, error_stats, fast_forward_summary,
                           iteration_stats, jsonable, match_collectives, match_flows, match_iterations,
                           MismatchError, noise_comparison, partitions_by_error, records, spot_check_errors,
-                          worst_flows)
+                          widest, worst_flows)
 
     full, fast, pert = runs["full"], runs["wormhole"], runs["perturbed"]
     hits, jumps = getattr(fast, "memo_hits", None), getattr(fast, "jumps", None)
@@ -366,19 +397,20 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
         flows = annotate_flows(match_flows(full.flows, fast.flows), hits, jumps)
         its = match_iterations(full.iterations, fast.iterations)
         coll = match_collectives(full.collectives, fast.collectives)
-        noise = None
-        if pert is not None:
-            nf = match_flows(full.flows, pert.flows, side="perturbed")
-            ni = match_iterations(full.iterations, pert.iterations, side="perturbed")
-            nc = match_collectives(full.collectives, pert.collectives, side="perturbed")
-            flows = flows.merge(nf[["flow_id", "fct_perturbed", "error"]].rename(columns={"error": "noise_error"}),
-                                on="flow_id")
-            its = its.merge(ni[["index", "duration_perturbed", "error"]].rename(columns={"error": "noise_error"}),
-                            on="index")
-            coll = coll.merge(nc[["unit", "duration_perturbed", "error"]].rename(columns={"error": "noise_error"}),
-                              on="unit")
-            noise = {"fct_error": error_stats(flows["noise_error"]), "iteration_error": iteration_stats(ni),
-                     "collective_error": error_stats(nc["error"])}
+        draws = []  # per draw: its errors; its columns are noise_error (draw 1), noise_error_2, ...
+        for k, res in enumerate(pert):
+            sfx = "" if k == 0 else f"_{k + 1}"
+            nf = match_flows(full.flows, res.flows, side="perturbed")
+            ni = match_iterations(full.iterations, res.iterations, side="perturbed")
+            nc = match_collectives(full.collectives, res.collectives, side="perturbed")
+            flows = flows.merge(nf[["flow_id", "fct_perturbed", "error"]].rename(
+                columns={"fct_perturbed": f"fct_perturbed{sfx}", "error": f"noise_error{sfx}"}), on="flow_id")
+            its = its.merge(ni[["index", "duration_perturbed", "error"]].rename(
+                columns={"duration_perturbed": f"duration_perturbed{sfx}", "error": f"noise_error{sfx}"}), on="index")
+            coll = coll.merge(nc[["unit", "duration_perturbed", "error"]].rename(
+                columns={"duration_perturbed": f"duration_perturbed{sfx}", "error": f"noise_error{sfx}"}), on="unit")
+            draws.append({"fct_error": error_stats(flows[f"noise_error{sfx}"]), "iteration_error": iteration_stats(ni),
+                          "collective_error": error_stats(nc["error"])})
     except MismatchError as e:
         where = f" (baseline {plan.baseline_dir})" if plan.baseline is not None else ""
         raise InputError(f"audit: the runs cannot be matched{where}: {e}") from None
@@ -453,9 +485,12 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
         if s is not None and len(s) < args.spot_check:
             audit["notes"].append(f"Spot check: {len(s)} of the {args.spot_check} requested hits were available "
                                   "(the run had fewer memo hits of distinct entries).")
-    if noise is not None:
-        audit["noise_floor"] = {"perturbation": runs["perturbation"], **noise,
-                                **noise_comparison(fct, iteration, noise["fct_error"], noise["iteration_error"])}
+    if draws:
+        noise = widest(draws)
+        audit["noise_floor"] = {"perturbation": runs["perturbation"][0],
+                                "draws": [{"perturbation": p, **d} for p, d in zip(runs["perturbation"], draws)],
+                                **noise, **noise_comparison(fct, iteration, noise["fct_error"], noise["iteration_error"],
+                                                            len(draws))}
     limits = {"max_mean_error": args.max_mean_error, "max_p99_error": args.max_p99_error,
               "max_iteration_error": args.max_iteration_error}
     audit["thresholds"] = check_thresholds(audit, limits)
@@ -506,15 +541,16 @@ def _write(plan: Plan, runs: dict, audit: dict, tables: dict, html: str) -> dict
                  "trace": str(plan.trace_path), "config": plan.overrides,
                  "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                  "counters": jsonable(runs["full"].counters),
-                 "noise_floor": runs["perturbation"] if runs["perturbed"] is not None else None,
-                 "noise_counters": jsonable(runs["perturbed"].counters) if runs["perturbed"] is not None else None}
+                 "noise_floor": runs["perturbation"][0] if runs["perturbed"] else None,  # draw 1, as before draws
+                 "noise_counters": jsonable(runs["perturbed"][0].counters) if runs["perturbed"] else None,
+                 "noise_draws": [{"perturbation": p, "counters": jsonable(r.counters)}
+                                 for p, r in zip(runs["perturbation"], runs["perturbed"])]}
     if plan.baseline is not None and plan.baseline["meta"].get("created_at"):
         full_meta["created_at"] = plan.baseline["meta"]["created_at"]
     try:
-        if runs["perturbed"] is not None:
-            _write_run(out / "full" / "noise", runs["perturbed"], {"schema": BASELINE_SCHEMA + "-noise",
-                                                                   "version": VERSION,
-                                                                   "perturbation": runs["perturbation"]})
+        for k, (p, r) in enumerate(zip(runs["perturbation"], runs["perturbed"])):
+            _write_run(_noise_dir(out / "full", k), r, {"schema": BASELINE_SCHEMA + "-noise", "version": VERSION,
+                                                         "perturbation": p})
         _write_run(out / "full", runs["full"], full_meta)
         write_atomic(paths["flows"], lambda tmp: flows.to_parquet(tmp, index=False))
         write_atomic(paths["collectives"], lambda tmp: tables["collectives"].to_csv(tmp, index=False))
@@ -535,7 +571,7 @@ def _write(plan: Plan, runs: dict, audit: dict, tables: dict, html: str) -> dict
 # --- the command --------------------------------------------------------------------------------------
 
 def _print_human(audit: dict) -> None:
-    from .compare import pct
+    from .compare import delays, pct
 
     f, i = audit["fct_error"], audit["iteration_error"]
     print(f"FCT error over {f['count']} network flows: mean {pct(f['mean'])}, p50 {pct(f['p50'])}, "
@@ -544,7 +580,10 @@ def _print_human(audit: dict) -> None:
           f"collective-time error: mean {pct(audit['collective_error']['mean'])}")
     nf = audit["noise_floor"]
     if nf is not None:
-        print(f"noise floor (full vs full with 1 ns more on one op): FCT mean {pct(nf['fct_error']['mean'])}, "
+        n = len(nf["draws"])
+        print(f"noise floor (full vs full with {delays(n)} more on one op"
+              f"{f', widest of {n} draws' if n > 1 else ''}): "
+              f"FCT mean {pct(nf['fct_error']['mean'])}, "
               f"p99 {pct(nf['fct_error']['p99'])}, iteration max {pct(nf['iteration_error']['max'])}")
         print(nf["verdict"])
     s, ff, w = audit["speedup"], audit["fast_forward"], audit["wall_seconds"]

@@ -15,7 +15,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from .compare import pct
+from .compare import DRAW_DELAYS_NS, delay_text, delays, pct
 
 SIDE_COLORS = {"full": "#4c72b0", "wormhole": "#dd8452", "perturbed": "#8c8c8c"}
 JUMP_COLORS = {"steady": "#55a868", "memo": "#c44e52"}
@@ -46,13 +46,24 @@ def _message(ax, text: str) -> None:
     ax.set_yticks([])
 
 
+NOISE_DASHES = ("--", (0, (8, 3)), (0, (3, 2)), "-.")  # one per noise-floor draw (dotted: thresholds)
+
+
+def _noise_columns(table: pd.DataFrame) -> list[str]:
+    """The noise-floor error columns of a table, one per draw: noise_error, noise_error_2, ..."""
+    cols = [c for c in table.columns if c == "noise_error" or c.startswith("noise_error_")]
+    return sorted(cols, key=lambda c: int(c.rpartition("_")[2]) if c[-1].isdigit() else 1)
+
+
 def plot_fct_cdf(flows: pd.DataFrame, audit: dict) -> str:
-    """CDF of per-flow FCT errors (%), accelerated vs full, and the noise floor if measured."""
+    """CDF of per-flow FCT errors (%), accelerated vs full, and the noise floor (each draw) if measured."""
     fig = _figure()
     ax = fig.subplots()
     curves = [("error", "accelerated vs full", SIDE_COLORS["wormhole"], "-")]
-    if "noise_error" in flows:
-        curves.append(("noise_error", "noise floor: full vs full + 1 ns", SIDE_COLORS["perturbed"], "--"))
+    draws = _noise_columns(flows)
+    for k, col in enumerate(draws):
+        label = f"noise floor: full vs full + {delay_text(DRAW_DELAYS_NS[k])}" + (f" (draw {k + 1})" if len(draws) > 1 else "")
+        curves.append((col, label, SIDE_COLORS["perturbed"], NOISE_DASHES[k % len(NOISE_DASHES)]))
     drawn = False
     for col, label, color, style in curves:
         e = np.sort(flows[col].to_numpy(dtype=float))
@@ -320,7 +331,9 @@ def _verdicts(audit: dict) -> str:
 def _headline(audit: dict) -> str:
     f, i, c = audit["fct_error"], audit["iteration_error"], audit["collective_error"]
     nf = audit.get("noise_floor")
-    cols = ["metric", "accelerated vs full"] + (["noise floor (full vs full + 1 ns)"] if nf else [])
+    n = len(nf.get("draws") or [1]) if nf else 0
+    floor = f"noise floor (full vs full + {delays(n)}, widest of {n} draws)" if n > 1 else "noise floor (full vs full + 1 ns)"
+    cols = ["metric", "accelerated vs full"] + ([floor] if nf else [])
     rows = []
     for key, what in (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("max", "max")):
         r = [f"FCT error {what}", pct(f[key])]
@@ -372,7 +385,8 @@ def _short(d, n: int = 12) -> str:
 
 
 def _worst_flows(audit: dict, flows: pd.DataFrame) -> str:
-    noise = flows.set_index("flow_id")["noise_error"] if "noise_error" in flows else None
+    draws = _noise_columns(flows)
+    noise = flows.set_index("flow_id")[draws].max(axis=1) if draws else None  # the widest draw, per flow
     rows = []
     for w in audit["worst_flows"]:
         hits = "<br>".join(f"{_short(h['digest'])} at {_us(h['time_ns'])} µs" for h in w["memo_hits"]) or "none"
@@ -387,7 +401,8 @@ def _worst_flows(audit: dict, flows: pd.DataFrame) -> str:
             r.append(pct(noise.get(w["flow_id"])))
         rows.append(r + [hits, jumps])
     header = ["flow", "iter.", "op", "src→dst", "bytes", "FCT full (µs)", "FCT accel. (µs)", "error"] \
-        + (["noise-floor error"] if noise is not None else []) + ["memo hits applied (digest, time)", "jumps (partition)"]
+        + ([f"noise-floor error{' (widest draw)' if len(draws) > 1 else ''}"] if noise is not None else []) \
+        + ["memo hits applied (digest, time)", "jumps (partition)"]
     n = len(header)
     return _table(header, rows, left=(2, n - 2, n - 1))
 
@@ -434,15 +449,19 @@ def _spot(audit: dict) -> str:
 
 
 def _iterations(its: pd.DataFrame) -> str:
+    draws = _noise_columns(its)
     rows = []
-    for r in its.itertuples(index=False):
-        row = [_e(r.index), _num(r.duration_full / 1e6, 3), _num(r.duration_wormhole / 1e6, 3), pct(r.error)]
-        if "duration_perturbed" in its:
-            row += [_num(r.duration_perturbed / 1e6, 3), pct(r.noise_error)]
-        rows.append(row + [_num(getattr(r, "memo_hits", None))])
-    header = ["iteration", "full (ms)", "accelerated (ms)", "error"] \
-        + (["full + 1 ns (ms)", "noise-floor error"] if "duration_perturbed" in its else []) + ["memo hits"]
-    return _table(header, rows)
+    for r in its.to_dict("records"):
+        row = [_e(r["index"]), _num(r["duration_full"] / 1e6, 3), _num(r["duration_wormhole"] / 1e6, 3), pct(r["error"])]
+        for k, col in enumerate(draws):
+            sfx = "" if k == 0 else f"_{k + 1}"
+            row += [_num(r[f"duration_perturbed{sfx}"] / 1e6, 3), pct(r[col])]
+        rows.append(row + [_num(r.get("memo_hits"))])
+    header = ["iteration", "full (ms)", "accelerated (ms)", "error"]
+    for k in range(len(draws)):
+        d = f", draw {k + 1}" if len(draws) > 1 else ""
+        header += [f"full + {delay_text(DRAW_DELAYS_NS[k])} (ms)", f"noise-floor error{d}"]
+    return _table(header + ["memo hits"], rows)
 
 
 def _collectives(audit: dict) -> str:
@@ -463,9 +482,11 @@ def _inputs(audit: dict) -> str:
             ["wormhole-replay", _e(audit["tool_version"])]]
     nf = audit.get("noise_floor")
     if nf:
-        p = nf["perturbation"]
-        rows.append(["noise-floor perturbation", _e(f"op {p['op_id']} ({p['name']}, rank {p['rank']}, iteration "
-                                                    f"{p['iteration']}): {p['duration_ns']} ns + {p['delta_ns']} ns")])
+        for k, d in enumerate(nf.get("draws") or [{"perturbation": nf["perturbation"]}]):
+            p = d["perturbation"]
+            rows.append([f"noise-floor perturbation{f', draw {k + 1}' if k or len(nf.get('draws', [])) > 1 else ''}",
+                         _e(f"op {p['op_id']} ({p['name']}, rank {p['rank']}, iteration {p['iteration']}): "
+                            f"{p['duration_ns']} ns + {p['delta_ns']} ns")])
     return _table(["", ""], rows, left=(0, 1))
 
 
@@ -477,7 +498,7 @@ def render(audit: dict, tables: dict) -> str:
         ("plot-fct-cdf", plot_fct_cdf(flows, audit), "FCT error CDF",
          "Cumulative distribution of the per-flow FCT relative error |accelerated - full| / full over network flows"
          + (" (dashed: the same for the full simulation against itself with one compute op 1 ns longer: its noise "
-            "floor)" if "noise_error" in flows else "") + ". Dotted lines: thresholds."),
+            "floor, one curve per draw)" if "noise_error" in flows else "") + ". Dotted lines: thresholds."),
         ("plot-fct-scatter", plot_fct_scatter(flows), "FCT scatter: full vs accelerated",
          "Each network flow's FCT in both runs; triangles: flows a memoized transient was applied to. The three "
          "worst flows are labelled."),
