@@ -89,7 +89,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         if on_slice is not None:
             on_slice(state)
         if progress and bar is None and time.perf_counter() - t0 > PROGRESS_AFTER:
-            bar = _progress_bar(len(flows))
+            bar = _progress_bar(len(flows), int(st[L.ST_FINISHED]))
         if bar is not None:
             bar.n = int(st[L.ST_FINISHED])
             bar.set_postfix_str(f"{st[L.ST_NOW] / 1e6:.3f} ms simulated, {st[L.ST_EVENTS] / 1e6:.1f} M events", refresh=False)
@@ -145,10 +145,12 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     return Result(flows=df, pfc=pfc, counters=counters, memo=session)
 
 
-def _progress_bar(total: int):
+def _progress_bar(total: int, done: int):
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="flow", desc="simulate", leave=False, dynamic_ncols=True, file=sys.stderr)
+    # starts at the flows already done, so that its rate counts only what it has seen
+    return tqdm(total=total, initial=done, unit="flow", desc="simulate", leave=False, dynamic_ncols=True,
+                file=sys.stderr)
 
 
 # ---------------------------------------------------------------------- reference-format outputs
