@@ -13,12 +13,16 @@ compute op 1 ns longer (``audit.compare.perturb_ops``, as ``audit --noise-floor`
 per-flow FCTs move for a perturbation far below any jump's; an error near it is chaos, not the
 jumps (one more full run per workload).
 
-    python tools/bench_wormhole.py [--cc hpcc] [--only gpt|moe] [--noise-floor]
+    python tools/bench_wormhole.py [--cc hpcc] [--only gpt|moe] [--noise-floor] [--layers N] [--theta X]
+
+``--layers N`` shortens both models to N layers (a quicker look; the table in the README is for
+the full models), ``--theta X`` sets the wormhole runs' steadiness threshold (default 3%).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 from pathlib import Path
@@ -26,16 +30,23 @@ from pathlib import Path
 import numpy as np
 
 from wormhole_replay.audit.compare import perturb_ops
+from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.generators import GPT_PRESETS, MOE_PRESETS, gpt_trace
 from wormhole_replay.workload.trace import Trace
 
 TOPOLOGY = "rail:servers=4,gpus_per_server=4"
 # 16 GPUs: TP 4 inside a server, DP 4 across servers; large gradient buckets make long ring steps
-WORKLOADS = {
-    "gpt": lambda: gpt_trace(GPT_PRESETS["gpt-13b"], 16, tp=4, bucket_mb=800, name="gpt-13b"),
-    "moe": lambda: gpt_trace(MOE_PRESETS["mixtral-8x7b"], 16, tp=4, ep=4, bucket_mb=800, name="mixtral-8x7b"),
-}
+WORKLOADS = {"gpt": ("gpt-13b", GPT_PRESETS["gpt-13b"], {}),
+             "moe": ("mixtral-8x7b", MOE_PRESETS["mixtral-8x7b"], {"ep": 4})}  # name, shape, extra layout
+
+
+def workload(name: str, layers: int | None = None):
+    """The benchmark's iteration of ``name`` (its model cut to ``layers`` if given)."""
+    model, shape, extra = WORKLOADS[name]
+    if layers is not None:
+        shape = dataclasses.replace(shape, layers=layers)
+    return gpt_trace(shape, 16, tp=4, bucket_mb=800, name=model, **extra)
 
 
 def compare(full, fast) -> dict:
@@ -57,18 +68,22 @@ def main() -> int:
     ap.add_argument("--cc", default="hpcc", choices=["dcqcn", "hpcc"])
     ap.add_argument("--only", choices=sorted(WORKLOADS))
     ap.add_argument("--noise-floor", action="store_true", help="also the full run with one compute op 1 ns longer")
+    ap.add_argument("--layers", type=int, help="cut the models to this many layers")
+    ap.add_argument("--theta", type=float, default=FastForward.theta, help="steadiness threshold of the wormhole runs")
     a = ap.parse_args()
     # compile the kernels first so that neither mode pays for it
     replay(gpt_trace(GPT_PRESETS["gpt-13b"], 4, tp=4, name="warm-up"), TOPOLOGY, a.cc, mode="wormhole")
     tmp = tempfile.TemporaryDirectory()
     print(f"{'workload':16s} {'cc':6s} {'flows':>6s} {'full s':>8s} {'wormhole s':>10s} {'speedup':>8s} "
           f"{'events avoided':>14s} {'FCT err mean':>12s} {'p99':>8s} {'max':>8s} {'iter err':>8s}")
-    for name, make in WORKLOADS.items():
+    ff = FastForward(theta=a.theta)
+    for name in WORKLOADS:
         if a.only and name != a.only:
             continue
-        trace = make()
+        trace = workload(name, a.layers)
         full = replay(trace, TOPOLOGY, a.cc, mode="full")
-        runs = {"steady": {}, "+memo": {"memo_db": str(Path(tmp.name) / f"{name}.sqlite")}}
+        db = str(Path(tmp.name) / f"{name}.sqlite")
+        runs = {"steady": {"fast_forward": ff}, "+memo": {"fast_forward": ff, "memo_db": db}}
         if a.noise_floor:
             runs["floor"] = {"mode": "full"}
         for how, kw in runs.items():
