@@ -331,6 +331,15 @@ def test_noise_floor_draws_are_saved_and_reused(first_audit, small_trace, tmp_pa
     assert three["noise_floor"]["draws"][:2] == nf["draws"]  # the saved draws, as they were
     assert len(three["noise_floor"]["draws"]) == 3
     _check_json_matches_tables(tmp_path / "n3", three)
+    # a baseline written before draws (one noise run, no noise_draws) still gives its draw
+    meta_path = tmp_path / "n2" / "full" / "baseline.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["noise_draws"]
+    meta_path.write_text(json.dumps(meta))
+    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "old"), "--baseline", str(tmp_path / "n2"),
+                                          "--noise-floor"])
+    assert rc == 0, stderr
+    assert json.loads(stdout)["noise_floor"]["draws"] == nf["draws"][:1]
 
 
 @pytest.mark.parametrize("topology, cc, extra, says", [
