@@ -28,6 +28,7 @@ from wormhole_replay.api import prepare_direct_run
 from wormhole_replay.engine import layout as L
 from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.engine.simulate import simulate
+from wormhole_replay.errors import InputError
 from wormhole_replay.memo.session import CC_FLOAT, CC_INT, MemoSession
 from wormhole_replay.workload.expand import trace_to_flows
 from wormhole_replay.workload.trace import load_trace
@@ -98,4 +99,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except InputError as e:  # bad input: one line, exit 2
+        print(f"bench_recurrence: {e}", file=sys.stderr)
+        sys.exit(2)

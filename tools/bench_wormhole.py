@@ -31,6 +31,7 @@ import numpy as np
 
 from wormhole_replay.audit.compare import perturb_ops
 from wormhole_replay.engine.fastforward import FastForward
+from wormhole_replay.errors import InputError
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.generators import GPT_PRESETS, MOE_PRESETS, gpt_trace
 from wormhole_replay.workload.trace import Trace
@@ -71,6 +72,10 @@ def main() -> int:
     ap.add_argument("--layers", type=int, help="cut the models to this many layers")
     ap.add_argument("--theta", type=float, default=FastForward.theta, help="steadiness threshold of the wormhole runs")
     a = ap.parse_args()
+    if a.layers is not None and a.layers < 1:
+        raise InputError(f"--layers {a.layers}: give at least 1")
+    if not 0.0 < a.theta < 1.0:
+        raise InputError(f"--theta {a.theta}: must be in (0, 1)")
     # compile the kernels first so that neither mode pays for it
     replay(gpt_trace(GPT_PRESETS["gpt-13b"], 4, tp=4, name="warm-up"), TOPOLOGY, a.cc, mode="wormhole")
     tmp = tempfile.TemporaryDirectory()
@@ -99,4 +104,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except InputError as e:  # bad input: one line, exit 2
+        print(f"bench_wormhole: {e}", file=sys.stderr)
+        sys.exit(2)

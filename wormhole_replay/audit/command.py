@@ -142,6 +142,7 @@ def _plan(args) -> Plan:
     from ..api import fast_forward_for, prepare_direct_run
     from ..replay import replay
     from ..workload.trace import load_trace
+    from .compare import DRAW_DELAYS_NS, delays
 
     trace_path = Path(args.trace)
     trace = load_trace(trace_path)  # InputError: missing or not a trace
@@ -161,11 +162,9 @@ def _plan(args) -> Plan:
     if existing is None or not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{out}: cannot write there (--out)")
     memo_db = None if args.no_memo else (args.memo_db or str(out / "memo.sqlite"))
-    from .compare import DRAW_DELAYS_NS
-
     if args.noise_floor > len(DRAW_DELAYS_NS):
         raise InputError(f"audit: --noise-floor {args.noise_floor}: at most {len(DRAW_DELAYS_NS)} draws "
-                         "(one op 1 ns, 10 ns, 100 ns or 1 us longer)")
+                         f"(one op {delays(len(DRAW_DELAYS_NS))} longer)")
     if args.spot_check:
         if memo_db is None:
             raise InputError("audit: --spot-check checks memo hits; it needs a memo database (drop --no-memo)")
@@ -306,9 +305,9 @@ def _warm_up(plan: Plan) -> float:
 
 
 def _runs(plan: Plan, args) -> dict:
-    from ..replay import ReplayResult, replay
+    from ..replay import replay
     from ..workload.trace import Trace
-    from .compare import DRAW_DELAYS_NS, perturb_ops
+    from .compare import DRAW_DELAYS_NS, delay_text, perturb_ops
 
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
                   progress=not args.quiet)
@@ -321,9 +320,7 @@ def _runs(plan: Plan, args) -> dict:
     runs["wormhole"] = replay(str(plan.trace_path), **common, **wh)  # by path: the memo records the trace digest
     runs["sources"]["wormhole"] = "simulated"
     if plan.baseline is not None:
-        t, meta = plan.baseline["tables"], plan.baseline["meta"]
-        runs["full"] = ReplayResult(flows=t["flows"], collectives=t["collectives"], iterations=t["iterations"],
-                                    counters=dict(meta.get("counters") or {}))
+        runs["full"] = _saved_run(plan.baseline["tables"], plan.baseline["meta"].get("counters"))
         runs["sources"]["full"] = f"baseline {plan.baseline_dir}"
         _say(args, f"full run: reused from {plan.baseline_dir}")
     else:
@@ -339,14 +336,12 @@ def _runs(plan: Plan, args) -> dict:
             plan.notes.append("No noise floor: the trace has no compute op to perturb.")
             break
         if k < len(saved) and saved[k]["perturbation"] == info:
-            t = saved[k]["tables"]
-            runs["perturbed"].append(ReplayResult(flows=t["flows"], collectives=t["collectives"],
-                                                  iterations=t["iterations"], counters=dict(saved[k]["counters"] or {})))
+            runs["perturbed"].append(_saved_run(saved[k]["tables"], saved[k]["counters"]))
             reused += 1
             _say(args, f"noise floor, draw {k + 1}: reused from {plan.baseline_dir}")
         else:
             _say(args, f"noise floor, draw {k + 1}: full run with op {info['op_id']} ({info['name']}, rank "
-                       f"{info['rank']}) 1 ns longer")
+                       f"{info['rank']}) {delay_text(info['delta_ns'])} longer")
             runs["perturbed"].append(replay(Trace(ops, plan.trace.meta), **common, mode="full"))
         runs["perturbation"].append(info)
     if runs["perturbed"]:
@@ -381,6 +376,22 @@ def _list_text(values) -> list:
     return [" ".join(str(x) for x in (list(v) if v is not None else [])) for v in values]
 
 
+def _saved_run(tables: dict, counters: dict | None):
+    """A run read back from a baseline folder, in the shape ``replay`` returns."""
+    from ..replay import ReplayResult
+
+    return ReplayResult(flows=tables["flows"], collectives=tables["collectives"], iterations=tables["iterations"],
+                        counters=dict(counters or {}))
+
+
+def _with_draw(table, matched, key: str, value: str, draw: int):
+    """``table`` with noise-floor draw ``draw``'s ``value`` and error columns from ``matched``."""
+    from .compare import draw_column
+
+    names = {value: draw_column(value, draw), "error": draw_column("noise_error", draw)}
+    return table.merge(matched[[key, value, "error"]].rename(columns=names), on=key)
+
+
 def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     """``(audit, tables)``: the audit.json content and the tables to write and plot."""
     import numpy as np
@@ -388,8 +399,8 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     from .. import __version__
     from .compare import (annotate_flows, check_thresholds, entries_by_error, error_stats, fast_forward_summary,
                           iteration_stats, jsonable, match_collectives, match_flows, match_iterations,
-                          MismatchError, noise_comparison, partitions_by_error, records, spot_check_errors,
-                          widest, worst_flows)
+                          draw_column, MismatchError, noise_comparison, partitions_by_error, records,
+                          spot_check_errors, widest, worst_flows)
 
     full, fast, pert = runs["full"], runs["wormhole"], runs["perturbed"]
     hits, jumps = getattr(fast, "memo_hits", None), getattr(fast, "jumps", None)
@@ -397,19 +408,16 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
         flows = annotate_flows(match_flows(full.flows, fast.flows), hits, jumps)
         its = match_iterations(full.iterations, fast.iterations)
         coll = match_collectives(full.collectives, fast.collectives)
-        draws = []  # per draw: its errors; its columns are noise_error (draw 1), noise_error_2, ...
+        draws = []  # per draw: its errors; its columns are named by compare.draw_column
         for k, res in enumerate(pert):
-            sfx = "" if k == 0 else f"_{k + 1}"
             nf = match_flows(full.flows, res.flows, side="perturbed")
             ni = match_iterations(full.iterations, res.iterations, side="perturbed")
             nc = match_collectives(full.collectives, res.collectives, side="perturbed")
-            flows = flows.merge(nf[["flow_id", "fct_perturbed", "error"]].rename(
-                columns={"fct_perturbed": f"fct_perturbed{sfx}", "error": f"noise_error{sfx}"}), on="flow_id")
-            its = its.merge(ni[["index", "duration_perturbed", "error"]].rename(
-                columns={"duration_perturbed": f"duration_perturbed{sfx}", "error": f"noise_error{sfx}"}), on="index")
-            coll = coll.merge(nc[["unit", "duration_perturbed", "error"]].rename(
-                columns={"duration_perturbed": f"duration_perturbed{sfx}", "error": f"noise_error{sfx}"}), on="unit")
-            draws.append({"fct_error": error_stats(flows[f"noise_error{sfx}"]), "iteration_error": iteration_stats(ni),
+            flows = _with_draw(flows, nf, "flow_id", "fct_perturbed", k)
+            its = _with_draw(its, ni, "index", "duration_perturbed", k)
+            coll = _with_draw(coll, nc, "unit", "duration_perturbed", k)
+            draws.append({"fct_error": error_stats(flows[draw_column("noise_error", k)]),
+                          "iteration_error": iteration_stats(ni),
                           "collective_error": error_stats(nc["error"])})
     except MismatchError as e:
         where = f" (baseline {plan.baseline_dir})" if plan.baseline is not None else ""

@@ -363,6 +363,12 @@ def delays(draws: int) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def draw_column(name: str, draw: int) -> str:
+    """A noise-floor draw's column in the matched tables: ``name`` for the first (0), then
+    ``name_2``, ``name_3``, ..."""
+    return name if draw == 0 else f"{name}_{draw + 1}"
+
+
 def widest(draws: list[dict]) -> dict:
     """The noise floor of several draws (each ``{name: stats}``): every statistic at its largest
     over the draws, so that an accelerated run is called within the floor only if it moved no

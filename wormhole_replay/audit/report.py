@@ -15,7 +15,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from .compare import DRAW_DELAYS_NS, delay_text, delays, pct
+from .compare import DRAW_DELAYS_NS, delay_text, delays, draw_column, pct
 
 SIDE_COLORS = {"full": "#4c72b0", "wormhole": "#dd8452", "perturbed": "#8c8c8c"}
 JUMP_COLORS = {"steady": "#55a868", "memo": "#c44e52"}
@@ -50,9 +50,11 @@ NOISE_DASHES = ("--", (0, (8, 3)), (0, (3, 2)), "-.")  # one per noise-floor dra
 
 
 def _noise_columns(table: pd.DataFrame) -> list[str]:
-    """The noise-floor error columns of a table, one per draw: noise_error, noise_error_2, ..."""
-    cols = [c for c in table.columns if c == "noise_error" or c.startswith("noise_error_")]
-    return sorted(cols, key=lambda c: int(c.rpartition("_")[2]) if c[-1].isdigit() else 1)
+    """The noise-floor error columns of a matched table, one per draw, in draw order."""
+    cols = []
+    while draw_column("noise_error", len(cols)) in table:
+        cols.append(draw_column("noise_error", len(cols)))
+    return cols
 
 
 def plot_fct_cdf(flows: pd.DataFrame, audit: dict) -> str:
@@ -331,7 +333,7 @@ def _verdicts(audit: dict) -> str:
 def _headline(audit: dict) -> str:
     f, i, c = audit["fct_error"], audit["iteration_error"], audit["collective_error"]
     nf = audit.get("noise_floor")
-    n = len(nf.get("draws") or [1]) if nf else 0
+    n = len(nf["draws"]) if nf else 0
     floor = f"noise floor (full vs full + {delays(n)}, widest of {n} draws)" if n > 1 else "noise floor (full vs full + 1 ns)"
     cols = ["metric", "accelerated vs full"] + ([floor] if nf else [])
     rows = []
@@ -454,8 +456,7 @@ def _iterations(its: pd.DataFrame) -> str:
     for r in its.to_dict("records"):
         row = [_e(r["index"]), _num(r["duration_full"] / 1e6, 3), _num(r["duration_wormhole"] / 1e6, 3), pct(r["error"])]
         for k, col in enumerate(draws):
-            sfx = "" if k == 0 else f"_{k + 1}"
-            row += [_num(r[f"duration_perturbed{sfx}"] / 1e6, 3), pct(r[col])]
+            row += [_num(r[draw_column("duration_perturbed", k)] / 1e6, 3), pct(r[col])]
         rows.append(row + [_num(r.get("memo_hits"))])
     header = ["iteration", "full (ms)", "accelerated (ms)", "error"]
     for k in range(len(draws)):
@@ -482,9 +483,9 @@ def _inputs(audit: dict) -> str:
             ["wormhole-replay", _e(audit["tool_version"])]]
     nf = audit.get("noise_floor")
     if nf:
-        for k, d in enumerate(nf.get("draws") or [{"perturbation": nf["perturbation"]}]):
+        for k, d in enumerate(nf["draws"]):
             p = d["perturbation"]
-            rows.append([f"noise-floor perturbation{f', draw {k + 1}' if k or len(nf.get('draws', [])) > 1 else ''}",
+            rows.append([f"noise-floor perturbation{f', draw {k + 1}' if len(nf['draws']) > 1 else ''}",
                          _e(f"op {p['op_id']} ({p['name']}, rank {p['rank']}, iteration {p['iteration']}): "
                             f"{p['duration_ns']} ns + {p['delta_ns']} ns")])
     return _table(["", ""], rows, left=(0, 1))
