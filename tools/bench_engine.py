@@ -2,15 +2,18 @@
 """Engine speed and fidelity against the reference ns-3 simulator, on its own scenarios.
 
 For each reference run (``../shared/reference-runs/S*``) this runs ``wormhole-replay simulate``
-in a fresh process (paths pinned, 64-bit sequence numbers; the Numba cache is warmed first, so
-compile time is not counted) and prints, beside the reference's figures from its ``time.txt``:
-whole-process wall seconds, executed events, events per second, peak RSS, the speed ratio, and
-per-flow FCT error against ``fct.original-hpcc.txt``.  The engine runs in full (every packet:
-its FCT error must stay 0.00%); ``--mode wormhole`` measures wormhole mode against the reference
-instead.
+in a fresh process, twice: with every path pinned (``--paths paths.txt``) and with ECMP hashing
+over the reference's next-hop order (``--routing routing.txt``), 64-bit sequence numbers; the
+Numba cache is warmed first, so compile time is not counted.  Beside the reference's figures
+from its ``time.txt`` it prints whole-process wall seconds, executed events, events per second,
+peak RSS, the speed ratio, per-flow FCT error against ``fct.original-hpcc.txt`` (a flow missing
+from our output counts as 100% off, and is counted), and whether ``fct.txt`` and ``pfc.txt`` are
+byte-identical to the reference's.  The engine runs in full (every packet: both files must stay
+identical); ``--mode wormhole`` measures wormhole mode against the reference instead.
 
     python tools/bench_engine.py                 # all runs
     python tools/bench_engine.py S1 S2           # a subset (prefix match)
+    python tools/bench_engine.py --ways paths    # pinned paths only
     python tools/bench_engine.py --mode wormhole
     python tools/bench_engine.py --json out.json
 """
@@ -41,21 +44,27 @@ def reference_figures(folder: Path) -> dict:
     return {"wall_s": wall, "events": events, "rss_mb": rss_kb / 1024}
 
 
-def fct_errors(ref_path: Path, ours_path: Path) -> tuple[float, float, float]:
+def fct_errors(ref_path: Path, ours_path: Path) -> tuple[float, float, float, int]:
+    """Per-flow FCT error mean and max, mean-FCT error, flows missing from ours.  A missing flow
+    counts as 100% off (it never completed), so a run that lost flows cannot print 0.00%."""
     def load(p):
         return {tuple(t[:4]): int(t[6]) for t in (ln.split() for ln in p.read_text().splitlines()) if len(t) == 8}
 
     ref, ours = load(ref_path), load(ours_path)
     keys = sorted(ref)
     r = np.array([ref[k] for k in keys], float)
-    o = np.array([ours.get(k, np.nan) for k in keys], float)
-    e = np.abs(o - r) / r
-    return float(np.nanmean(e)), float(np.nanmax(e)), float(np.nanmean(o) / r.mean() - 1)
+    missing = sum(k not in ours for k in keys)
+    e = np.array([abs(ours[k] - ref[k]) / ref[k] if k in ours else 1.0 for k in keys])
+    o = np.array([ours[k] for k in keys if k in ours], float)
+    mean_fct = float(o.mean() / r.mean() - 1) if len(o) and not missing else float("nan")
+    return float(e.mean()), float(e.max()), mean_fct, missing
 
 
-def run_once(folder: Path, out: Path, mode: str = "full") -> dict:
-    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
-           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", mode, "--out", str(out), "--json", "--quiet"]
+def run_once(folder: Path, out: Path, mode: str = "full", way: str = "paths") -> dict:
+    """One ``simulate`` of a reference run in a fresh process; ``way`` is ``paths`` (pinned) or
+    ``routing`` (ECMP over the reference's next-hop order)."""
+    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), f"--{way}",
+           str(folder / f"{way}.txt"), "--seq-num-bytes", "8", "--mode", mode, "--out", str(out), "--json", "--quiet"]
     if mode == "wormhole":
         cmd.append("--no-memo")
     t0 = time.perf_counter()
@@ -80,6 +89,8 @@ def main() -> int:
     ap.add_argument("only", nargs="*", help="run name prefixes (default: all)")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="reference-runs folder")
     ap.add_argument("--mode", choices=["full", "wormhole"], default="full", help="engine mode (default: full)")
+    ap.add_argument("--ways", nargs="+", choices=["paths", "routing"], default=["paths", "routing"],
+                    help="how paths are chosen: pinned (paths.txt), ECMP over routing.txt (default: both)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args()
     if not args.runs.is_dir():
@@ -92,22 +103,31 @@ def main() -> int:
         # warm the Numba cache for both CC modes on the smallest runs
         for warm in [d for d in folders if d.name.startswith("S1")] or folders[:1]:
             run_once(warm, Path(tmp) / "warm", args.mode)
-        hdr = (f"{'run':<10} {'wall s':>8} {'ref s':>7} {'speedup':>7} {'events':>12} {'ref events':>12} "
-               f"{'Mev/s':>6} {'RSS MB':>7} {'ref MB':>7} {'FCT err mean':>12} {'max':>7} {'mean FCT':>8}")
+        hdr = (f"{'run':<10} {'way':<7} {'wall s':>8} {'ref s':>7} {'speedup':>7} {'events':>12} {'ref events':>12} "
+               f"{'Mev/s':>6} {'RSS MB':>7} {'ref MB':>7} {'FCT err mean':>12} {'max':>7} {'mean FCT':>8} "
+               f"{'missing':>7} {'fct.txt':>9} {'pfc.txt':>9}")
         print(hdr)
         print("-" * len(hdr))
         for folder in folders:
             ref = reference_figures(folder)
-            s = run_once(folder, Path(tmp) / folder.name, args.mode)
-            mean_e, max_e, mean_fct = fct_errors(folder / "fct.original-hpcc.txt", Path(s["outputs"]["fct"]))
-            row = {"run": folder.name, "wall_s": s["process_wall_s"], "kernel_s": s["wall_seconds"], "events": s["events"],
-                   "events_per_s": s["events"] / s["wall_seconds"], "rss_mb": s["peak_rss_mb"], "ref": ref,
-                   "speedup": ref["wall_s"] / s["process_wall_s"], "fct_err_mean": mean_e, "fct_err_max": max_e,
-                   "mean_fct_err": mean_fct}
-            rows.append(row)
-            print(f"{folder.name:<10} {row['wall_s']:>8.2f} {ref['wall_s']:>7.2f} {row['speedup']:>6.1f}x "
-                  f"{row['events']:>12,} {ref['events']:>12,} {row['events_per_s'] / 1e6:>6.2f} {row['rss_mb']:>7.0f} "
-                  f"{ref['rss_mb']:>7.0f} {mean_e * 100:>11.2f}% {max_e * 100:>6.2f}% {mean_fct * 100:>+7.2f}%", flush=True)
+            for way in args.ways:
+                out = Path(tmp) / f"{folder.name}-{way}"
+                s = run_once(folder, out, args.mode, way)
+                ours_fct = Path(s["outputs"]["fct"])
+                mean_e, max_e, mean_fct, missing = fct_errors(folder / "fct.original-hpcc.txt", ours_fct)
+                same_fct = ours_fct.read_bytes() == (folder / "fct.original-hpcc.txt").read_bytes()
+                same_pfc = Path(s["outputs"]["pfc"]).read_bytes() == (folder / "pfc.txt").read_bytes()
+                row = {"run": folder.name, "way": way, "wall_s": s["process_wall_s"], "kernel_s": s["wall_seconds"],
+                       "events": s["events"], "events_per_s": s["events"] / s["wall_seconds"], "rss_mb": s["peak_rss_mb"],
+                       "ref": ref, "speedup": ref["wall_s"] / s["process_wall_s"], "fct_err_mean": mean_e,
+                       "fct_err_max": max_e, "mean_fct_err": mean_fct, "missing_flows": missing,
+                       "fct_identical": same_fct, "pfc_identical": same_pfc}
+                rows.append(row)
+                print(f"{folder.name:<10} {way:<7} {row['wall_s']:>8.2f} {ref['wall_s']:>7.2f} {row['speedup']:>6.1f}x "
+                      f"{row['events']:>12,} {ref['events']:>12,} {row['events_per_s'] / 1e6:>6.2f} {row['rss_mb']:>7.0f} "
+                      f"{ref['rss_mb']:>7.0f} {mean_e * 100:>11.2f}% {max_e * 100:>6.2f}% {mean_fct * 100:>+7.2f}% "
+                      f"{missing:>7} {'identical' if same_fct else 'DIFFERS':>9} {'identical' if same_pfc else 'DIFFERS':>9}",
+                      flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -6,7 +6,7 @@ The Python API (imported lazily, so that ``wormhole-replay --version`` stays ins
 * :func:`run_config` (a reference ``config.txt``) -> Result.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["simulate", "run_config"]
 
 

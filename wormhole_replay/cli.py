@@ -18,6 +18,7 @@ from .files import sha256_file
 from .files import write_atomic as _write_atomic
 from .audit import command as _audit
 from .memo import commands as _memo
+from .options import add_mode_options, add_port_option, fast_forward_from_args, memo_db_from_args
 
 PROG = "wormhole-replay"
 
@@ -37,61 +38,6 @@ def _write_text(path: Path, text: str) -> None:
             f.write(text)
 
     _write_atomic(path, w)
-
-
-def _add_mode_options(p) -> None:
-    """``--mode``, the fast-forward knobs (defaults: ``engine/fastforward.py``) and the memo."""
-    p.add_argument("--mode", choices=["wormhole", "full"], default="wormhole",
-                   help="wormhole: fast-forward steady partitions (default); full: simulate every packet")
-    add_wormhole_options(p)
-
-
-def add_wormhole_options(p) -> None:
-    """The fast-forward knobs and the memo options of a wormhole run (``simulate``, ``replay``,
-    ``audit``)."""
-    g = p.add_argument_group("fast-forward (wormhole mode)")
-    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.03)")
-    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16; 32 for DCQCN)")
-    g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
-                   "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
-    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
-    m = p.add_argument_group("memo (wormhole mode)")
-    m.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
-                   "(default: memo.sqlite in the output folder)")
-    m.add_argument("--no-memo", action="store_true", help="no memo database: steady-state fast-forwarding only")
-    m.add_argument("--memo-shared-prefixes", action="store_true",
-                   help="also memoize transients of flows sharing links that end before a steady state "
-                        "(faster, less exact: see README)")
-
-
-def fast_forward_options(args):
-    """The ``FastForward`` options from ``--ff-*`` (unset ones keep their defaults)."""
-    from .engine.fastforward import FastForward
-    from .topology.units import parse_time_ns
-
-    try:
-        window = parse_time_ns(args.ff_window) if args.ff_window else None
-        tail = parse_time_ns(args.ff_tail) if args.ff_tail else None
-    except ValueError as e:
-        raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
-    given = {"theta": args.ff_theta, "samples": args.ff_samples, "window_ns": window, "tail_ns": tail}
-    return FastForward(**{k: v for k, v in given.items() if v is not None})
-
-
-def _fast_forward(args):
-    """The engine setting from ``--mode`` and ``--ff-*``: ``None`` for a full simulation."""
-    from .api import fast_forward_for
-
-    return fast_forward_for(args.mode, fast_forward_options(args))
-
-
-def _memo_db(args, out_dir) -> str | None:
-    """The memo database a run uses: ``--memo-db``, else ``memo.sqlite`` beside the outputs."""
-    if args.mode == "full" or args.no_memo:
-        if args.memo_db and args.no_memo:
-            raise InputError("give --memo-db or --no-memo, not both")
-        return None
-    return args.memo_db or str(Path(out_dir) / "memo.sqlite")
 
 
 def _mode_summary(c: dict) -> dict:
@@ -124,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="output folder (default: FCT_OUTPUT_FILE's place for a config, ./out otherwise)")
     s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_mode_options(s)
+    add_mode_options(s)
 
     g = sub.add_parser("gen", help="generate a synthetic training trace (GPT or MoE)")
     gsub = g.add_subparsers(dest="model_kind", metavar="KIND", parser_class=_Parser)
@@ -169,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out", help="output folder (default ./out)")
     r.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_mode_options(r)
+    add_port_option(r)
+    add_mode_options(r)
 
     _memo.add_parser(sub, _Parser)
     _audit.add_parser(sub, _Parser)
@@ -191,8 +138,8 @@ def cmd_simulate(args) -> int:
             raise InputError(f"simulate: missing {', '.join(missing)} (or give a CONFIG.txt)")
         run = prepare_direct_run(args.topology, args.flows, args.cc, args.overrides, args.paths, args.routing,
                                  args.out or "out", args.seq_num_bytes)
-    run.fast_forward = _fast_forward(args)
-    run.memo_db = _memo_db(args, run.outputs["fct"].parent)
+    run.fast_forward = fast_forward_from_args(args)
+    run.memo_db = memo_db_from_args(args, run.outputs["fct"].parent)
     run.memo_shared_prefixes = args.memo_shared_prefixes
     if run.memo_db is not None:
         source = Path(args.config).parent / run.cfg.flow_file if args.config else Path(args.flows)
@@ -316,11 +263,11 @@ def cmd_replay(args) -> int:
         lat = parse_time_ns(args.intra_latency) if args.intra_latency else None
     except ValueError as e:
         raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
-    ff = _fast_forward(args)
+    ff = fast_forward_from_args(args)
     out = Path(args.out)
     res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
-                 memo_db=_memo_db(args, out), memo_shared_prefixes=args.memo_shared_prefixes)
+                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports)
     paths = {"flows": out / "flows.parquet", "collectives": out / "collectives.csv",
              "iterations": out / "iterations.csv", "fct": out / "fct.txt"}
     try:

@@ -14,6 +14,7 @@ from .engine.fastforward import FastForward
 from .errors import InputError
 from .files import sha256_file
 from .workload.expand import trace_to_flows
+from .workload.ports import PORT_MODELS
 from .workload.trace import Trace, load_trace
 
 
@@ -38,13 +39,17 @@ class ReplayResult:
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
-           memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False) -> ReplayResult:
+           memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
+           ports: str = "connection") -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
     ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to,
     ``memo_spot_check`` how many hits (of distinct entries) to simulate and check instead of apply;
-    ``journal`` keeps the tables of jumps (and memo hits) even without a memo database."""
+    ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
+    is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
+    path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
+    ``workload.ports``."""
     digest = None
     if not isinstance(trace, Trace):
         path, trace = trace, load_trace(trace)
@@ -67,7 +72,9 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     run.memo_spot_check = memo_spot_check
     run.journal = journal
     run.source_digest = digest
-    flows, info = trace_to_flows(trace, run.topo, iterations)
+    if ports not in PORT_MODELS:
+        raise InputError(f"unknown port model {ports!r} (choose {' or '.join(PORT_MODELS)})")
+    flows, info = trace_to_flows(trace, run.topo, iterations, ports)
     run.flows = flows
     n_iter = int(info["iteration"].max()) + 1 if len(info) else 0
     iteration_of = info["iteration"].to_numpy()

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files import sha256_file
+from ..options import add_port_option, add_wormhole_options, fast_forward_options
 
 BASELINE_SCHEMA = "wormhole-replay-audit-baseline"
 AUDIT_SCHEMA = "wormhole-replay-audit"
@@ -104,8 +105,7 @@ def add_parser(subparsers, parser_class=None):
     t.add_argument("--max-iteration-error", type=_fraction, metavar="X", help="largest iteration-time error")
     a.add_argument("--json", action="store_true", help="print audit.json on stdout")
     a.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    from ..cli import add_wormhole_options  # (cli imports this module: here, not at the top)
-
+    add_port_option(a)
     add_wormhole_options(a)  # the accelerated run: the same knobs as replay's
     return a
 
@@ -150,8 +150,6 @@ def _plan(args) -> Plan:
     if args.iterations is not None and not 1 <= args.iterations <= n_iter:
         raise InputError(f"audit: --iterations {args.iterations}: the trace has {n_iter} iteration(s)")
     prepare_direct_run(args.topology, None, args.cc, config=args.overrides, out=None)  # topology, cc, config
-    from ..cli import fast_forward_options
-
     ff = fast_forward_for("wormhole", fast_forward_options(args))
     if args.memo_db and args.no_memo:
         raise InputError("audit: give --memo-db or --no-memo, not both")
@@ -178,6 +176,7 @@ def _plan(args) -> Plan:
         "cc": args.cc,
         "iterations": args.iterations or n_iter,
         "config_sha256": sha256_file(args.overrides) if args.overrides else None,
+        "ports": args.ports,
         "tool_version": __version__,
     }
     plan = Plan(trace_path, trace, args.topology, args.cc, args.iterations or n_iter, args.iterations,
@@ -207,6 +206,8 @@ def _differences(saved: dict, now: dict) -> list[str]:
         said = "no --config" if saved.get("config_sha256") is None else "another --config"
         nowc = "this --config" if now["config_sha256"] else "none"
         out.append(f"baseline was made with {said} (now: {nowc})")
+    if saved.get("ports") != now["ports"]:
+        out.append(f"baseline was made with --ports {saved.get('ports')}, not {now['ports']}")
     if saved.get("tool_version") != now["tool_version"]:
         out.append(f"baseline was made by wormhole-replay {saved.get('tool_version')}, this is {now['tool_version']}")
     return out
@@ -310,7 +311,7 @@ def _runs(plan: Plan, args) -> dict:
     from .compare import DRAW_DELAYS_NS, delay_text, perturb_ops
 
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
-                  progress=not args.quiet)
+                  progress=not args.quiet, ports=args.ports)
     wh = dict(mode="wormhole", fast_forward=plan.fast_forward, memo_db=plan.memo_db,
               memo_shared_prefixes=args.memo_shared_prefixes, journal=True)
     runs = {"sources": {}}

@@ -11,6 +11,7 @@ from ..config import SimConfig
 from ..errors import InputError
 from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pair_metrics
 from ..workload.flowfile import FlowSet
+from ..workload.ports import SPORT_BASE  # third.cc: portNumder[src][dst] starts at 10000 for every host pair
 from . import layout as L
 from . import ns3rng
 from .fastforward import apply as apply_fast_forward
@@ -19,7 +20,6 @@ from .slots import n_slots
 
 INITIAL_PACKETS = 4096
 INITIAL_PFC_LOG = 1024
-SPORT_BASE = 10000  # third.cc: each host numbers its flows' source ports from 10000
 
 
 def _i64(x):
@@ -102,13 +102,15 @@ def flow_paths(topo, flows: FlowSet, routes=None, sport=None, pinned=None):
 
 
 def source_ports(flows: FlowSet) -> np.ndarray:
-    """Source port of every flow: a per-source-host counter from 10000, in start order."""
+    """Source port of every flow, numbered as the reference's ``third.cc`` does: a counter per
+    (source, destination) pair from 10000, taken in the order flows start (``portNumder[src][dst]++``
+    in ``ScheduleFlowInputs``), so that the ECMP hash sees the reference's 5-tuples."""
     sport = np.zeros(len(flows), dtype=np.int64)
-    nxt: dict[int, int] = {}
+    nxt: dict[tuple[int, int], int] = {}
     for f in np.argsort(flows.start_ns, kind="stable"):
-        s = int(flows.src[f])
-        sport[f] = nxt.get(s, SPORT_BASE)
-        nxt[s] = sport[f] + 1
+        pair = (int(flows.src[f]), int(flows.dst[f]))
+        sport[f] = nxt.get(pair, SPORT_BASE)
+        nxt[pair] = sport[f] + 1
     return sport
 
 
@@ -172,7 +174,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     # --- flows and paths ----------------------------------------------------------------------
     if routes is None:
         routes = compute_routes(topo)
-    sport = source_ports(flows)
+    sport = flows.sport if flows.sport is not None else source_ports(flows)
     data_paths, ack_paths = flow_paths(topo, flows, routes, sport, pinned)
     segs, off = [], 0
     ft = np.zeros((F, L.FT_LEN), np.int64)

@@ -925,7 +925,7 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
             h = slot - 2 * n_ports
             if _port_ready(pt, qn, st, ht[h, HT_PORT]):
                 _host_dequeue_transmit(pt, qt, ht, ft, ff, pk, qpl, qn, qw, qm, hs, hpos, ci, st, h)
-        elif slot == flow_slot:  # flows starting now, in file order, each set up in turn
+        elif slot == flow_slot:  # flows starting now, in file order (ScheduleFlowInputs)
             while st[ST_NEXT_FLOW] < n_roots:
                 f = order[st[ST_NEXT_FLOW]]
                 if ft[f, FT_START] != t:
@@ -934,10 +934,11 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
                 if ft[f, FT_VIRTUAL] >= 0:
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
                     continue
-                if wh_on:
-                    wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, f)
-                _start_flow(pt, nt, ht, ft, ff, fhf, qpl, kick, ci, st, f)
-                _drain_kicks(pt, ptf, qt, nt, ht, ft, ff, pk, qpl, kick, qn, qw, qm, hs, hpos, ci, st)
+                # third.cc installs a client application: its Initialize, then its StartApplication
+                # (which creates the QP) run as two later events of this nanosecond, after events
+                # already pending at it (a NIC's transmit-complete, say)
+                ft[f, FT_LAUNCH_HOPS] = 1
+                q_set(qn, qw, qm, hs, hpos, qp_slot(ci, f, T_START), t, next_seq(st))
             if st[ST_NEXT_FLOW] < n_roots:
                 f = order[st[ST_NEXT_FLOW]]
                 q_set(qn, qw, qm, hs, hpos, flow_slot, ft[f, FT_START], next_seq(st))
@@ -947,6 +948,9 @@ def run(pt, ptf, qt, nt, ht, ft, ff, fh, fhf, pk, paths, succ, order, qpl, kick,
             if k == T_START:
                 if ft[f, FT_VIRTUAL] >= 0:
                     _virtual_flow_event(ft, succ, qn, qw, qm, hs, hpos, ci, st, f)
+                elif ft[f, FT_LAUNCH_HOPS] > 0:  # Application::Initialize: schedule StartApplication
+                    ft[f, FT_LAUNCH_HOPS] -= 1
+                    q_set(qn, qw, qm, hs, hpos, slot, t, next_seq(st))
                 else:
                     if wh_on:
                         wh.flow_started(pt, qt, nt, ft, ff, fh, pk, paths, kick, qn, qw, qm, hs, hpos, ci, st, wp, wl, ml, f)

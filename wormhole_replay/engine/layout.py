@@ -113,7 +113,8 @@ FT_SAMP_UNA = 41  # snd_una at the previous sample
 FT_CREDIT = 42  # bytes credited by the fast-forward being applied (scratch)
 FT_SKIPPED = 43  # bytes credited by fast-forwards in all
 FT_SAMP_T = 44  # ns of the flow's last rate sample
-FT_LEN = 45
+FT_LAUNCH_HOPS = 45  # scheduling hops left before a flow of the flow file creates its QP
+FT_LEN = 46
 FLOW_SLOTS = 5  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, and T_START
 
 FF_MAX_RATE = 0  # NIC line rate

@@ -28,12 +28,14 @@ class FlowBlock:
     dst: list = field(default_factory=list)
     size: list = field(default_factory=list)
     deps: list = field(default_factory=list)
+    channel: list = field(default_factory=list)  # NCCL channel (ring, tree) carrying each flow
 
-    def add(self, src: int, dst: int, size: int, deps) -> int:
+    def add(self, src: int, dst: int, size: int, deps, channel: int = 0) -> int:
         self.src.append(int(src))
         self.dst.append(int(dst))
         self.size.append(int(size))
         self.deps.append([int(d) for d in deps])
+        self.channel.append(int(channel))
         return len(self.src) - 1
 
     def __len__(self) -> int:
@@ -74,7 +76,7 @@ def ring(ranks: list[int], size_bytes: int, steps: int, channels: int = 1, block
             for r in range(n):
                 size = _split(chunks[(r - k) % n], channels)[c]
                 deps = list(after or []) if k == 0 else [prev[(r - 1) % n], prev[r]]
-                cur[r] = block.add(ranks[r], ranks[(r + 1) % n], size, deps)
+                cur[r] = block.add(ranks[r], ranks[(r + 1) % n], size, deps, channel=c)
             prev = cur
     return block
 
@@ -132,11 +134,12 @@ def all_reduce_tree(ranks, size_bytes, block=None, after=None) -> FlowBlock:
         up = {}  # position -> flow to its parent
         for i in reversed(range(1, n)):  # leaves first
             kids = [up[c] for c in (2 * i + 1, 2 * i + 2) if c in up]
-            up[i] = block.add(ranks[order[i]], ranks[order[(i - 1) // 2]], half, kids + (list(after or []) if not kids else []))
+            up[i] = block.add(ranks[order[i]], ranks[order[(i - 1) // 2]], half,
+                              kids + (list(after or []) if not kids else []), channel=tree)
         down = {}
         root_in = [up[c] for c in (1, 2) if c in up]
         for i in range(1, n):
             p = (i - 1) // 2
             deps = root_in if p == 0 else [down[p]]
-            down[i] = block.add(ranks[order[p]], ranks[order[i]], half, deps)
+            down[i] = block.add(ranks[order[p]], ranks[order[i]], half, deps, channel=tree)
     return block

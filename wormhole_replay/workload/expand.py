@@ -17,6 +17,10 @@ Units, expanded in dependency order:
 A transfer between two GPUs of one server becomes a virtual flow over the intra-server link
 (``meta['intra_server']``: ``bw_bps``, ``latency_ns``; default 2880 Gb/s and 25 ns, the NVLink
 figures of SimAI's topology templates); only traffic between servers crosses the packet network.
+
+Each network flow runs on a connection of its communicator (group, algorithm, channel, peers),
+whose source port, and so ECMP path, it keeps from one collective to the next
+(``workload.ports``; ``ports="flow"`` gives every flow a new port instead).
 """
 
 from __future__ import annotations
@@ -29,15 +33,17 @@ import pandas as pd
 from ..errors import InputError
 from . import collectives as C
 from .flowfile import FlowSet, find_cycle
+from .ports import replay_source_ports
 from .trace import Trace, repeat_iterations
 
 INTRA_BW_BPS = 2_880_000_000_000
 INTRA_LATENCY_NS = 25
 
 
-def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[FlowSet, pd.DataFrame]:
+def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
+                   ports: str = "connection") -> tuple[FlowSet, pd.DataFrame]:
     """The flows of ``trace`` (its first ``iterations`` iterations; more than it has repeat its
-    last one) on ``topo``.
+    last one) on ``topo``; ``ports`` is the source-port model (``workload.ports``).
 
     Returns the :class:`FlowSet` and a table, one row per flow: ``flow_id, op_id, unit, kind,
     name, coll, iteration, rank``.
@@ -157,15 +163,17 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
     def after(op_id):
         return [f for x in deps_of(op_id) for f in exits[x]]
 
-    def add_transfer(ra, rb, size, deps, meta_row):
+    def add_transfer(ra, rb, size, deps, meta_row, connection):
         a, b = int(node_of_rank[ra]), int(node_of_rank[rb])
         f = block.add(a, b, size, deps)
+        connections.append(connection)
         same_server = server_of_rank[ra] == server_of_rank[rb]
         durations.append(int(np.ceil(size * 8e9 / intra_bw)) + intra_lat if same_server else -1)
         info.append(meta_row + (int(ra),))
         return f
 
     durations = []
+    connections = []  # per flow: the connection it runs on, within its host pair (workload.ports)
     for u in order:
         kind, members = units[u]
         first = recs[idx[members[0]]]
@@ -173,12 +181,14 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
         if kind == "compute":
             node = int(node_of_rank[first.rank])
             f = block.add(node, node, 0, after(first.op_id))
+            connections.append(None)
             durations.append(int(first.duration_ns))
             info.append(meta_row + (int(first.rank),))
             exits[int(first.op_id)] = [f]
         elif kind == "p2p":
             s_op, r_op = members
-            f = add_transfer(int(first.rank), int(first.peer), max(int(first.bytes), 1), after(s_op), meta_row)
+            f = add_transfer(int(first.rank), int(first.peer), max(int(first.bytes), 1), after(s_op), meta_row,
+                             ("p2p", None, 0))
             exits[s_op] = exits[r_op] = [f]
         else:
             ranks = [int(recs[idx[m]].rank) for m in members]
@@ -202,18 +212,21 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
                 C.all_gather_ring(rk, max(size * n, n), block=sub)
             last_in = defaultdict(list)
             last_out = defaultdict(list)
+            # NCCL's all-to-all runs over the communicator's point-to-point connections
+            algo = "p2p" if first.coll == "all_to_all" else ("tree" if first.algo == "tree" else "ring")
             for j in range(len(sub)):
                 a, b = sub.src[j], sub.dst[j]
                 deps = [start + d for d in sub.deps[j]]
                 if not sub.deps[j]:  # a first send: both sides must be ready
                     deps = deps + before[a] + before[b]
-                f = add_transfer(ranks[a], ranks[b], sub.size[j], deps, meta_row)
+                f = add_transfer(ranks[a], ranks[b], sub.size[j], deps, meta_row, (str(first.group), algo, sub.channel[j]))
                 last_out[a].append(f)
                 last_in[b].append(f)
             for p, m in enumerate(members):
                 if len(sub) == 0:  # nothing to move: done when its dependencies are
                     node = int(node_of_rank[ranks[p]])
                     f = block.add(node, node, 0, before[p])
+                    connections.append(None)
                     durations.append(0)
                     info.append(meta_row + (ranks[p],))
                     exits[m] = [f]
@@ -221,7 +234,8 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None) -> tuple[F
                     exits[m] = last_in[p] + last_out[p]
                 else:  # a ring: the last step in and out of the rank
                     exits[m] = last_in[p][-1:] + last_out[p][-1:]
-    fs = FlowSet.from_columns(block.src, block.dst, block.size, 0, deps=block.deps, duration_ns=durations)
+    sport = replay_source_ports(block.src, block.dst, connections, np.asarray(durations) >= 0, ports)
+    fs = FlowSet.from_columns(block.src, block.dst, block.size, 0, deps=block.deps, duration_ns=durations, sport=sport)
     table = pd.DataFrame(info, columns=["op_id", "unit", "kind", "name", "coll", "iteration", "rank"])
     table.insert(0, "flow_id", np.arange(len(table), dtype=np.int64))
     return fs, table

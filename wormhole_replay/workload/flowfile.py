@@ -38,6 +38,7 @@ class FlowSet:
     deps: np.ndarray | None = None  # int64[E] predecessor flow ids
     delay_ns: np.ndarray | None = None  # int64[F]
     duration_ns: np.ndarray | None = None  # int64[F]: -1 a network flow; >= 0 a virtual one
+    sport: np.ndarray | None = None  # int64[F] source ports; None: the reference's numbering (build)
 
     @property
     def is_virtual(self) -> np.ndarray:
@@ -51,9 +52,11 @@ class FlowSet:
         return len(self.src)
 
     @classmethod
-    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100, deps=None, delay_ns=0, duration_ns=None) -> "FlowSet":
+    def from_columns(cls, src, dst, size, start_ns, pg=3, dport=100, deps=None, delay_ns=0, duration_ns=None,
+                     sport=None) -> "FlowSet":
         """Build from columns; ``deps`` is a list (one entry per flow) of predecessor flow ids;
-        ``duration_ns`` (-1 for network flows) makes virtual flows."""
+        ``duration_ns`` (-1 for network flows) makes virtual flows; ``sport`` fixes source ports
+        (``workload.ports``)."""
         n = len(src)
         as64 = lambda x: np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)))
         deps_ptr = dep_ids = None
@@ -63,7 +66,8 @@ class FlowSet:
             deps_ptr[1:] = np.cumsum(counts)
             dep_ids = np.array([x for d in deps for x in d], dtype=np.int64)
         return cls(as64(src), as64(dst), as64(pg), as64(dport), as64(size), as64(start_ns),
-                   deps_ptr, dep_ids, as64(delay_ns), None if duration_ns is None else as64(duration_ns))
+                   deps_ptr, dep_ids, as64(delay_ns), None if duration_ns is None else as64(duration_ns),
+                   None if sport is None else as64(sport))
 
     def predecessors(self, f: int) -> np.ndarray:
         if self.deps_ptr is None:

@@ -1,0 +1,73 @@
+"""Command-line options shared by several commands (``simulate``, ``replay``, ``audit``): the
+engine mode, the fast-forward knobs, the memo database and the replay's source-port model.
+Here rather than in ``cli``, so that command modules (``audit.command``) and ``cli`` both
+import them without importing each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import InputError
+from .workload.ports import PORT_MODELS
+
+
+def add_mode_options(p) -> None:
+    """``--mode``, the fast-forward knobs (defaults: ``engine/fastforward.py``) and the memo."""
+    p.add_argument("--mode", choices=["wormhole", "full"], default="wormhole",
+                   help="wormhole: fast-forward steady partitions (default); full: simulate every packet")
+    add_wormhole_options(p)
+
+
+def add_wormhole_options(p) -> None:
+    """The fast-forward knobs and the memo options of a wormhole run (``simulate``, ``replay``,
+    ``audit``)."""
+    g = p.add_argument_group("fast-forward (wormhole mode)")
+    g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.03)")
+    g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16; 32 for DCQCN)")
+    g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
+                   "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
+    g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
+    m = p.add_argument_group("memo (wormhole mode)")
+    m.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
+                   "(default: memo.sqlite in the output folder)")
+    m.add_argument("--no-memo", action="store_true", help="no memo database: steady-state fast-forwarding only")
+    m.add_argument("--memo-shared-prefixes", action="store_true",
+                   help="also memoize transients of flows sharing links that end before a steady state "
+                        "(faster, less exact: see README)")
+
+
+def add_port_option(p) -> None:
+    """``--ports``: which source port (and so which ECMP path) a replayed flow takes."""
+    p.add_argument("--ports", choices=PORT_MODELS, default="connection",
+                   help="connection: a flow keeps the port of its NCCL connection (group, channel, peers), so "
+                        "collectives keep their ECMP paths (default); flow: a new port per flow, as ns-3 numbers them")
+
+
+def fast_forward_options(args):
+    """The ``FastForward`` options from ``--ff-*`` (unset ones keep their defaults)."""
+    from .engine.fastforward import FastForward
+    from .topology.units import parse_time_ns
+
+    try:
+        window = parse_time_ns(args.ff_window) if args.ff_window else None
+        tail = parse_time_ns(args.ff_tail) if args.ff_tail else None
+    except ValueError as e:
+        raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
+    given = {"theta": args.ff_theta, "samples": args.ff_samples, "window_ns": window, "tail_ns": tail}
+    return FastForward(**{k: v for k, v in given.items() if v is not None})
+
+
+def fast_forward_from_args(args):
+    """The engine setting from ``--mode`` and ``--ff-*``: ``None`` for a full simulation."""
+    from .api import fast_forward_for
+
+    return fast_forward_for(args.mode, fast_forward_options(args))
+
+
+def memo_db_from_args(args, out_dir) -> str | None:
+    """The memo database a run uses: ``--memo-db``, else ``memo.sqlite`` beside the outputs."""
+    if args.mode == "full" or args.no_memo:
+        if args.memo_db and args.no_memo:
+            raise InputError("give --memo-db or --no-memo, not both")
+        return None
+    return args.memo_db or str(Path(out_dir) / "memo.sqlite")
