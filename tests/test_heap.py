@@ -56,14 +56,14 @@ def test_event_queue_matches_reference_order_near_and_far():
             s = seq if rng.random() < 0.9 else int(rng.integers(0, seq + 1))  # some reserved (older) seqs
             if (t, s) in {v for v in live.values()}:
                 continue
-            q_set(*q, slot, t, s)
+            q_set(q, slot, t, s)
             live[slot] = (t, s)
             seq += 1
         elif op == 3 and slot in live:
-            q_remove(*q, slot)
+            q_remove(q, slot)
             del live[slot]
         else:
-            got = q_pop(*q)
+            got = q_pop(q)
             if not live:
                 assert got[0] == -1
                 continue
@@ -72,8 +72,8 @@ def test_event_queue_matches_reference_order_near_and_far():
             del live[got[0]]
             now = got[1]
     while live:
-        got = q_pop(*q)
+        got = q_pop(q)
         want = min((t, s, sl) for sl, (t, s) in live.items())
         assert (got[1], got[2], got[0]) == want
         del live[got[0]]
-    assert q_pop(*q)[0] == -1
+    assert q_pop(q)[0] == -1

@@ -7,7 +7,7 @@ partition's state, each a sorted multiset over its flows (so two isomorphic stat
 equal keys are necessary for a hit that reproduces the simulation exactly, not sufficient):
 
 * ``bytes``: each flow's bytes left to acknowledge and bytes in flight;
-* ``cc``: that and the flow's CC state (the memo's ``CC_FLOAT`` and ``CC_INT`` fields, exact);
+* ``cc``: that and the flow's CC state (``engine.memo_view``'s ``CC_RATES`` and ``CC_COUNTERS``, exact);
 * ``exact``: that and the queue of every port of the partition.
 
 Prints per iteration the partition changes and the fraction whose key was seen at an earlier change
@@ -25,11 +25,11 @@ import collections
 import sys
 
 from wormhole_replay.api import prepare_direct_run
-from wormhole_replay.engine import layout as L
+from wormhole_replay.engine import memo_view as V
 from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.engine.simulate import simulate
 from wormhole_replay.errors import InputError
-from wormhole_replay.memo.session import CC_FLOAT, CC_INT, MemoSession
+from wormhole_replay.memo.session import MemoSession
 from wormhole_replay.workload.expand import trace_to_flows
 from wormhole_replay.workload.trace import load_trace
 
@@ -48,25 +48,19 @@ class Recurrence(MemoSession):
         self.tally = collections.defaultdict(collections.Counter)
 
     def log_bits(self) -> int:
-        return L.MEMO_ON
+        return V.LOG_ON
 
-    def handle(self, state) -> None:
-        st, wp, ft, ff, pt = state.st, state.wp, state.ft, state.ff, state.pt
-        records = state.ml[:int(st[L.ST_ML_N])].tolist()
-        st[L.ST_ML_N] = 0
-        for kind, k, gen, _t in records:
-            if kind != L.ML_CHANGED or wp[k, L.WP_STATE] != 1 or wp[k, L.WP_GEN] != gen:
+    def handle(self, engine: V.EngineView) -> None:
+        n_cc = len(V.CC_RATES) + len(V.CC_COUNTERS)
+        for kind, k, gen, _t in engine.take_records():
+            if kind != V.CHANGED or not engine.is_live(k) or engine.generation(k) != gen:
                 continue  # not a change, or the partition changed again since
-            flows = self._flows(state, k)
-            left = tuple(sorted((int(ft[f, L.FT_SIZE] - ft[f, L.FT_SND_UNA]),
-                                 int(ft[f, L.FT_SND_NXT] - ft[f, L.FT_SND_UNA])) for f in flows))
-            cc = tuple(sorted(tuple(float(ff[f, c]) for c in CC_FLOAT) + tuple(int(ft[f, c]) for c in CC_INT)
-                              for f in flows))
-            queues, p = [], wp[k, L.WP_PORTS]
-            while p >= 0:
-                queues.append(int(pt[p, L.PT_QBYTES]))
-                p = pt[p, L.PT_PNEXT]
-            keys = {"bytes": left, "cc": (left, cc), "exact": (left, cc, tuple(sorted(queues)))}
+            flows = engine.flows_of(k)
+            una = engine.acked(flows)
+            left = tuple(sorted(zip((engine.sizes(flows) - una).tolist(), (engine.sent(flows) - una).tolist())))
+            cc = tuple(sorted(tuple(row) for row in engine.cc_state(flows)[:, :n_cc].tolist()))
+            queues = tuple(sorted(engine.queue_bytes(p) for p in engine.ports_of(k)))
+            keys = {"bytes": left, "cc": (left, cc), "exact": (left, cc, queues)}
             count = self.tally[int(self.iteration_of[min(flows)])]
             count["changes"] += 1
             for name, key in keys.items():

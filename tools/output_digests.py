@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO.parent / "shared" / "reference-runs"
@@ -42,8 +43,11 @@ def _digest(frames: list, counters: dict) -> str:
         df = df.drop(columns=[c for c in df.columns if c in ("wall_seconds",)], errors="ignore")
         h.update(",".join(map(str, df.columns)).encode())
         for c in df.columns:
-            h.update(np.ascontiguousarray(df[c].astype(str).to_numpy()).tobytes() if df[c].dtype == object
-                     else np.ascontiguousarray(df[c].to_numpy()).tobytes())
+            if not (is_numeric_dtype(df[c]) or is_bool_dtype(df[c])):  # strings, lists: their text
+                # (an object array's bytes would be pointers)
+                h.update("\x00".join(map(str, df[c])).encode())
+            else:
+                h.update(np.ascontiguousarray(df[c].to_numpy()).tobytes())
 
     def plain(x):
         if isinstance(x, dict):

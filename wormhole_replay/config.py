@@ -94,7 +94,7 @@ class SimConfig:
     enable_pfc: bool = True
     rto_us: float | None = None  # None: 0 with PFC on, 1000 with PFC off
     rng_seed: int = 1
-    ecn_rng: str = "ns3"  # the reference's draws (engine/ns3rng.py), or "xorshift"
+    ecn_rng: str = "ns3"  # the reference's draws (engine/rng.py), or "xorshift"
     ns3_rng_first_stream: int | None = None  # ns-3 stream of the first ECN draw; None: 8 x nodes + 2
     ns3_rng_run: int = 1  # ns-3 RngRun
 

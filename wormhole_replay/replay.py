@@ -84,7 +84,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     def on_slice(state):  # wall-clock time at which each iteration's last flow was done
         from .engine import layout as L
 
-        finished = state.ft[:, L.FT_STATE] == 2
+        finished = state.flows.table[:, L.FT_STATE] == 2
         for i in np.flatnonzero(np.isnan(done_wall)):
             if finished[iteration_of == i].all():
                 done_wall[i] = time.perf_counter() - t0

@@ -3,7 +3,7 @@ validates and allocates here; the kernels in ``core`` only compute)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,10 +13,11 @@ from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pa
 from ..workload.flowfile import FlowSet
 from ..workload.ports import SPORT_BASE  # third.cc: portNumder[src][dst] starts at 10000 for every host pair
 from . import layout as L
-from . import ns3rng
+from . import rng
 from .fastforward import apply as apply_fast_forward
 from .queue import new_queue, q_set
 from .slots import n_slots
+from .tables import Config, Flows, Network, Partitions
 
 INITIAL_PACKETS = 4096
 INITIAL_PFC_LOG = 1024
@@ -28,42 +29,18 @@ def _i64(x):
 
 @dataclass
 class EngineState:
-    """The arrays the kernels work on, in the order ``core.run`` takes them (see ``layout``)."""
+    """The structures the kernels work on (``tables``), in the order ``loop.run`` takes them.
+    ``state`` is the run's mutable scalars (``ST_*``: clock, sequence numbers, counters)."""
 
-    pt: np.ndarray
-    ptf: np.ndarray
-    qt: np.ndarray
-    nt: np.ndarray
-    ht: np.ndarray
-    ft: np.ndarray
-    ff: np.ndarray
-    fh: np.ndarray
-    fhf: np.ndarray
-    pk: np.ndarray
-    paths: np.ndarray
-    succ: np.ndarray
-    order: np.ndarray
-    qpl: np.ndarray
-    kick: np.ndarray
-    qn: np.ndarray
-    qw: np.ndarray
-    qm: np.ndarray
-    hs: np.ndarray
-    hpos: np.ndarray
-    ci: np.ndarray
-    cf: np.ndarray
-    st: np.ndarray
-    pfc: np.ndarray
-    scr: np.ndarray
-    wp: np.ndarray  # wormhole: partitions, live list, rate-sample rings, scratch
-    wl: np.ndarray
-    sr: np.ndarray
-    wsi: np.ndarray
-    wsf: np.ndarray
-    ml: np.ndarray  # memo log (records of partitions that changed or froze)
+    net: Network
+    flows: Flows
+    events: Events
+    cfg: Config
+    state: np.ndarray
+    parts: Partitions
 
     def args(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return (self.net, self.flows, self.events, self.cfg, self.state, self.parts)
 
 
 @dataclass
@@ -288,21 +265,19 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     st[L.ST_RNG] = (cfg.rng_seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) & 0x7FFFFFFFFFFFFFFF or 1
     if cfg.ecn_rng == "ns3":
         ci[L.CI_ECN_RNG] = 1
-        ci[L.CI_MRG_JUMP:L.CI_MRG_JUMP + 18] = ns3rng.stream_jump()
+        ci[L.CI_MRG_JUMP:L.CI_MRG_JUMP + 18] = rng.stream_jump()
         first = cfg.ns3_rng_first_stream
         if first is None or first < 0:
-            first = ns3rng.first_ecn_stream(N)
-        st[L.ST_MRG:L.ST_MRG + 6] = ns3rng.stream_state(cfg.rng_seed, first, cfg.ns3_rng_run)
-    qn, qw, qm, hs, hpos = new_queue(n_slots(P, H, F))
-    if len(order):  # the first flow start; the reference's ScheduleFlowInputs
-        q_set(qn, qw, qm, hs, hpos, 2 * P + H, int(flows.start_ns[order[0]]), 0)
+            first = rng.first_ecn_stream(N)
+        st[L.ST_MRG:L.ST_MRG + 6] = rng.stream_state(cfg.rng_seed, first, cfg.ns3_rng_run)
+    events = new_queue(n_slots(P, H, F))
+    if len(order):  # the first flow start: the reference's ScheduleFlowInputs (the FLOWS slot, slots.py)
+        q_set(events, 2 * P + H, int(flows.start_ns[order[0]]), 0)
         st[L.ST_SEQ] = 1
-    state = EngineState(
-        pt=pt, ptf=ptf, qt=qt, nt=nt, ht=ht, ft=ft, ff=ff, fh=fh, fhf=fhf, pk=pk, paths=paths, succ=succ,
-        order=order, qpl=qpl, kick=np.zeros(max(P, 1), np.int64), qn=qn, qw=qw, qm=qm, hs=hs, hpos=hpos, ci=ci,
-        cf=cf, st=st, pfc=np.zeros((INITIAL_PFC_LOG, 5), np.int64), scr=np.zeros(16, np.float64),
-        wp=None, wl=None, sr=None, wsi=None, wsf=None, ml=None,
-    )
+    net = Network(ports=pt, port_probs=ptf, queues=qt, nodes=nt, hosts=ht, qp_order=qpl, packets=pk,
+                  kicks=np.zeros(max(P, 1), np.int64), pfc_log=np.zeros((INITIAL_PFC_LOG, 5), np.int64))
+    flow_tables = Flows(table=ft, rates=ff, hops=fh, hop_rates=fhf, paths=paths, successors=succ, start_order=order,
+                        scratch=np.zeros(16, np.float64))
     K = max(F, 1)  # partitions never outnumber active flows
     wp = np.zeros((K, L.WP_LEN), np.int64)
     wp[:, L.WP_NEXT_FREE] = np.arange(1, K + 1)
@@ -313,11 +288,11 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
         fast_forward = fast_forward.resolve(cfg.cc_mode, cfg.rp_timer, max_rtt)
         apply_fast_forward(ci, cf, fast_forward)
         samples = fast_forward.samples
-    state.wp, state.wl = wp, np.zeros(K, np.int64)
-    state.sr = np.zeros((F if fast_forward is not None else 1, samples), np.float64)
-    state.wsi = np.zeros(2 * P + 1, np.int64)
-    state.wsf = np.zeros(max(P, 1), np.float64)
-    state.ml = np.zeros((3 * F + 2 * K + 16, L.ML_LEN), np.int64)  # one instant logs fewer
+    parts = Partitions(table=wp, live=np.zeros(K, np.int64),
+                       samples=np.zeros((F if fast_forward is not None else 1, samples), np.float64),
+                       scratch_ints=np.zeros(2 * P + 1, np.int64), scratch_floats=np.zeros(max(P, 1), np.float64),
+                       memo_log=np.zeros((3 * F + 2 * K + 16, L.ML_LEN), np.int64))  # one instant logs fewer
+    state = EngineState(net=net, flows=flow_tables, events=events, cfg=Config(ints=ci, floats=cf), state=st, parts=parts)
     plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), base_rtt=max_rtt, fast_forward=fast_forward)
     return state, plan
 

@@ -1,16 +1,17 @@
-"""The engine's state layout: a few 2-D int64 / float64 tables with named columns, plus the
-indices into its scalar arrays.
+"""The columns of the engine's tables and the indices into its configuration and scalars.
 
-Why tables and not a namedtuple of ~100 arrays: every array handed to a function costs Numba
-reference-counting work, and a row of a table keeps one flow's (or port's, or packet's) fields in
-one or two cache lines.
-Integer constants here are compile-time constants inside the kernels.
+The tables are grouped by owner in ``tables``; a constant's prefix names its table: ``PT_``
+``net.ports``, ``PTF_`` ``net.port_probs``, ``QT_`` ``net.queues``, ``NT_`` ``net.nodes``, ``HT_``
+``net.hosts``, ``PK_`` ``net.packets``, ``FT_`` ``flows.table``, ``FF_`` ``flows.rates``, ``FH_`` /
+``FHF_`` ``flows.hops`` / ``flows.hop_rates``, ``CI_`` / ``CF_`` ``cfg.ints`` / ``cfg.floats``,
+``ST_`` the ``state`` scalars, ``WP_`` ``parts.table``, ``ML_`` ``parts.memo_log``.  Integer
+constants here are compile-time constants inside the kernels.
 """
 
 MAXHOP = 5
 NQ = 8
 
-# --- ports: pt int64[P, PT_LEN], ptf float64[P, PTF_LEN] -------------------------------------------
+# --- ports: net.ports int64[P, PT_LEN], net.port_probs float64[P, PTF_LEN] -------------------------
 PT_NODE = 0  # node that owns this egress port
 PT_PEER = 1  # port at the other end of the link
 PT_RATE = 2  # bps
@@ -42,7 +43,7 @@ PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
 PTF_LEN = 2
 
-# --- egress queues: qt int64[P*NQ, QT_LEN]; row p*NQ + q ------------------------------------------
+# --- egress queues: net.queues int64[P*NQ, QT_LEN]; row p*NQ + q ---------------------------------
 QT_HEAD = 0  # linked list of packets (queue 0 of a host port = its ACK queue)
 QT_TAIL = 1
 QT_PAUSED = 2  # this egress queue is paused by the downstream PFC
@@ -52,7 +53,7 @@ QT_EGRESS = 5  # MMU egress bytes
 QT_MMU_PAUSED = 6  # a PAUSE was sent upstream for this ingress queue
 QT_LEN = 7
 
-# --- nodes: nt int64[N, NT_LEN] ---------------------------------------------------------------------
+# --- nodes: net.nodes int64[N, NT_LEN] --------------------------------------------------------------
 NT_IS_SWITCH = 0
 NT_HOST = 1  # host index, -1 for switches
 NT_TOTAL_HDRM = 2
@@ -60,14 +61,14 @@ NT_TOTAL_RSRV = 3
 NT_SHARED_USED = 4
 NT_LEN = 5
 
-# --- hosts: ht int64[H, HT_LEN]; the QP list is the reference's RdmaQueuePairGroup ----------------
+# --- hosts: net.hosts int64[H, HT_LEN]; net.qp_order is the reference's RdmaQueuePairGroup --------
 HT_PORT = 0
 HT_QP_OFF = 1  # start of the host's region in qp_list
 HT_QP_COUNT = 2
 HT_RRLAST = 3
 HT_LEN = 4
 
-# --- flows: ft int64[F, FT_LEN], ff float64[F, FF_LEN] -----------------------------------------------
+# --- flows: flows.table int64[F, FT_LEN], flows.rates float64[F, FF_LEN] ----------------------------
 FT_SRC = 0
 FT_DST = 1
 FT_SIZE = 2
@@ -127,10 +128,18 @@ FF_STEADY = 6  # wormhole: the steady rate (payload bps) a fast-forward credits
 FF_MEMO = 7  # memo: bytes a memoized transient credits over WP_TCONV
 FF_LEN = 8
 
-# --- HPCC per-hop state: fh int64[F or 1, FH_LEN], fhf float64[F or 1, FHF_LEN]; column + hop -----
+# --- HPCC per-hop state: flows.hops int64[F or 1, FH_LEN], flows.hop_rates float64[.., FHF_LEN] ----
 # An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),
 # tx bytes (20 bits, in 128 B x INT_MULTI), queue length (17 bits, in 80 B x INT_MULTI) and a
 # 3-bit line-rate index.
+INT_TIME_MOD = 1 << 24
+INT_BYTES_MOD = 1 << 20
+INT_QLEN_MOD = 1 << 17
+INT_BYTES_SHIFT = 24
+INT_QLEN_SHIFT = 44
+INT_RATE_SHIFT = 61
+INT_BYTE_UNIT = 128
+INT_QLEN_UNIT = 80
 FH_INT = 0  # the last ACK's INT hops
 FH_STAGE = MAXHOP
 FH_LEN = 2 * MAXHOP
@@ -138,7 +147,7 @@ FHF_U = 0
 FHF_RC = MAXHOP
 FHF_LEN = 2 * MAXHOP
 
-# --- packets: pk int64[C, PK_LEN (+ PK_INT_LEN with HPCC)] -----------------------------------------
+# --- packets: net.packets int64[C, PK_LEN (PK_LEN_INT with HPCC)] ----------------------------------
 PK_NEXT = 0  # queue / link list link, or free-list link
 PK_KIND = 1
 PK_FLOW = 2
@@ -164,7 +173,10 @@ KIND_PFC = 3
 FLAG_CE = 1  # IP ECN congestion experienced
 FLAG_CNP = 2  # ACK echoes a CE mark
 
-# --- integer configuration (ci) ----------------------------------------------------------------
+# --- integer configuration: cfg.ints --------------------------------------------------------------
+CC_DCQCN = 1  # values of CI_CC_MODE (the reference's CC_MODE)
+CC_HPCC = 3
+CC_DCTCP = 8
 CI_CC_MODE = 0
 CI_PAYLOAD = 1
 CI_DATA_HDR = 2  # wire bytes of a data packet beyond its payload (incl. INT)
@@ -210,7 +222,7 @@ CI_MEMO = 64  # memo log (stop with RUN_MEMO) bits: MEMO_ON partition events, ME
 CI_WH_SHORT = 65  # samples that show a steady state where flows cannot contend, or one the memo knows
 CI_LEN = 66
 
-# --- float configuration (cf) ------------------------------------------------------------------
+# --- float configuration: cfg.floats -------------------------------------------------------------
 CF_EWMA = 0
 CF_RATE_AI = 1
 CF_RATE_HAI = 2
@@ -221,7 +233,7 @@ CF_DCTCP_RATE_AI = 6
 CF_WH_THETA = 7  # steadiness threshold on (max - min) / mean of the window's rate samples
 CF_LEN = 8
 
-# --- mutable scalars (st) ----------------------------------------------------------------------
+# --- mutable scalars: state ----------------------------------------------------------------------
 ST_NOW = 0
 ST_SEQ = 1  # next event sequence number
 ST_CUR_SEQ = 2  # seq of the event being handled
@@ -258,7 +270,7 @@ ST_ML_N = 36  # records in the memo log, handled by Python before the run resume
 ST_WH_MEMO_JUMPS = 37  # jumps over a memoized transient
 ST_LEN = 40
 
-# --- wormhole partitions: wp int64[K, WP_LEN]; live list wl int64[K]; sample ring sr float64[F, l]
+# --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---
 WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)
 WP_NFLOWS = 1
 WP_FLOWS = 2  # head of its flow list
@@ -276,7 +288,7 @@ WP_NSAMP = 13  # samples taken since its flows last changed (or it thawed): the 
 WP_ALONE = 14  # 1 if no two of its flows share a switch port (see wormhole.alone), 0 if some do, -1 not known yet
 WP_LEN = 15
 
-# --- memo log: ml int64[M, ML_LEN], ST_ML_N records; written by the kernel, read by memo/session.py
+# --- memo log: parts.memo_log int64[M, ML_LEN], ST_ML_N records; read through engine/memo_view.py
 ML_KIND = 0  # ML_CHANGED or ML_STEADY
 ML_PART = 1
 ML_GEN = 2

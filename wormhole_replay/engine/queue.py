@@ -11,16 +11,18 @@ Order is exactly the heap's: by ``(time, seq)``.  A wheel bucket holds the event
 nanosecond, kept sorted by ``seq`` in a doubly linked list of slots.  As with the heap, every slot
 is pending at most once; ``q_set`` moves it, ``q_remove`` cancels it.
 
-State: ``qn[slot] = (next, prev, time, seq, where)`` with ``where`` -1 (not pending), 0 (wheel) or
-1 (heap); ``qw[bucket] = (head, tail)``; ``qm = (base, wheel_count, heap_size)``, where ``base`` is
-the time of the last event popped (no event is ever scheduled before it) and the wheel holds only
-events earlier than ``base + WHEEL``.
+State (``tables.Events``): ``slots[slot] = (next, prev, time, seq, where)`` with ``where`` -1 (not
+pending), 0 (wheel) or 1 (heap); ``wheel[bucket] = (head, tail)``; ``meta = (base, wheel_count,
+heap_size)``, where ``base`` is the time of the last event popped (no event is ever scheduled before
+it) and the wheel holds only events earlier than ``base + WHEEL``; ``heap`` and ``heap_pos`` are the
+heap's (``heap``).
 """
 
 import numpy as np
 from numba import njit
 
 from .heap import heap_pop, heap_remove, heap_set
+from .tables import Events
 
 WHEEL = 1 << 13  # 8.192 us of 1 ns buckets
 MASK = WHEEL - 1
@@ -37,19 +39,17 @@ QM_COUNT = 1
 QM_HEAP_N = 2  # qm[2:3] is the heap's size array
 
 
-def new_queue(n_slots):
-    """An empty queue for ``n_slots`` slots: ``(qn, qw, qm, hs, hpos)``."""
+def new_queue(n_slots) -> Events:
+    """An empty queue for ``n_slots`` slots."""
     n = max(n_slots, 1)
-    qn = np.full((n, QN_LEN), -1, dtype=np.int64)
-    qw = np.full((WHEEL, 2), -1, dtype=np.int64)
-    qm = np.zeros(3, dtype=np.int64)
-    hs = np.zeros((n, 3), dtype=np.int64)
-    hpos = np.full(n, -1, dtype=np.int64)
-    return qn, qw, qm, hs, hpos
+    return Events(slots=np.full((n, QN_LEN), -1, dtype=np.int64), wheel=np.full((WHEEL, 2), -1, dtype=np.int64),
+                  meta=np.zeros(3, dtype=np.int64), heap=np.zeros((n, 3), dtype=np.int64),
+                  heap_pos=np.full(n, -1, dtype=np.int64))
 
 
 @njit(cache=True, _nrt=False)
-def _wheel_unlink(qn, qw, qm, slot):
+def _wheel_unlink(events, slot):
+    qn, qw, qm = events.slots, events.wheel, events.meta
     b = qn[slot, QN_TIME] & MASK
     nx = qn[slot, QN_NEXT]
     pv = qn[slot, QN_PREV]
@@ -65,26 +65,28 @@ def _wheel_unlink(qn, qw, qm, slot):
 
 
 @njit(cache=True, _nrt=False)
-def q_remove(qn, qw, qm, hs, hpos, slot):
+def q_remove(events, slot):
     """Cancel ``slot`` if it is pending."""
+    qn = events.slots
     w = qn[slot, QN_WHERE]
     if w == 0:
-        _wheel_unlink(qn, qw, qm, slot)
+        _wheel_unlink(events, slot)
     elif w == 1:
-        heap_remove(hs, hpos, qm[QM_HEAP_N:QM_HEAP_N + 1], slot)
+        heap_remove(events.heap, events.heap_pos, events.meta[QM_HEAP_N:QM_HEAP_N + 1], slot)
     qn[slot, QN_WHERE] = -1
 
 
 @njit(cache=True, _nrt=False)
-def q_set(qn, qw, qm, hs, hpos, slot, t, s):
+def q_set(events, slot, t, s):
     """Schedule ``slot`` at ``(t, s)`` (``t`` >= the last popped time), replacing any pending key."""
+    qn, qw, qm = events.slots, events.wheel, events.meta
     if qn[slot, QN_WHERE] >= 0:
-        q_remove(qn, qw, qm, hs, hpos, slot)
+        q_remove(events, slot)
     qn[slot, QN_TIME] = t
     qn[slot, QN_SEQ] = s
     if t - qm[QM_BASE] >= WHEEL:
         qn[slot, QN_WHERE] = 1
-        heap_set(hs, hpos, qm[QM_HEAP_N:QM_HEAP_N + 1], slot, t, s)
+        heap_set(events.heap, events.heap_pos, qm[QM_HEAP_N:QM_HEAP_N + 1], slot, t, s)
         return
     qn[slot, QN_WHERE] = 0
     b = t & MASK
@@ -107,9 +109,16 @@ def q_set(qn, qw, qm, hs, hpos, slot, t, s):
     qm[QM_COUNT] += 1
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def pending(events, slot):
+    """Whether ``slot`` has an event scheduled (on the wheel or the heap)."""
+    return events.slots[slot, QN_WHERE] >= 0
+
+
 @njit(cache=True, _nrt=False)
-def q_pop(qn, qw, qm, hs, hpos):
+def q_pop(events):
     """Remove the earliest event; return ``(slot, time, seq)``, or ``(-1, -1, -1)`` if empty."""
+    qn, qw, qm, hs = events.slots, events.wheel, events.meta, events.heap
     wslot = -1
     if qm[QM_COUNT] > 0:
         t = qm[QM_BASE]
@@ -122,12 +131,12 @@ def q_pop(qn, qw, qm, hs, hpos):
     take_heap = wslot < 0 or (hslot >= 0 and (hs[0, 1] < qn[wslot, QN_TIME] or (
         hs[0, 1] == qn[wslot, QN_TIME] and hs[0, 2] < qn[wslot, QN_SEQ])))
     if take_heap:
-        slot, t, s = heap_pop(hs, hpos, qm[QM_HEAP_N:QM_HEAP_N + 1])
+        slot, t, s = heap_pop(hs, events.heap_pos, qm[QM_HEAP_N:QM_HEAP_N + 1])
     else:
         slot = wslot
         t = qn[slot, QN_TIME]
         s = qn[slot, QN_SEQ]
-        _wheel_unlink(qn, qw, qm, slot)
+        _wheel_unlink(events, slot)
     qn[slot, QN_WHERE] = -1
     qm[QM_BASE] = t
     return slot, t, s

@@ -17,7 +17,8 @@ from . import layout as L
 from .build import build, grow_packets
 from .fastforward import FastForward
 from .fastforward import counters as wormhole_counters
-from .core import run as _run
+from .loop import run as _run
+from .memo_view import EngineView
 
 SLICE_EVENTS = 1_000_000  # events per kernel call: progress granularity (~0.5 s)
 PROGRESS_AFTER = 2.0  # seconds before a progress bar appears
@@ -65,24 +66,27 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     flows.validate(topo)
     state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward)
     t_built = time.perf_counter()
-    st = state.st
+    st = state.state
     session = None
     if memo is not None and plan.fast_forward is not None:
         session = memo(plan)
-        state.ci[L.CI_MEMO] = session.log_bits()
+        view = EngineView(state)
+        view.set_log(session.log_bits())
     reported = 0
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
         code = _run(*state.args(), SLICE_EVENTS)
         if code == L.RUN_GROW:
+            net = state.net
             if st[L.ST_NFREE] < 1024:
-                state.pk = grow_packets(state.pk, st)
-            if st[L.ST_NPFC] + 64 > state.pfc.shape[0]:
-                state.pfc = np.concatenate([state.pfc, np.zeros_like(state.pfc)])
+                net = net._replace(packets=grow_packets(net.packets, st))
+            if st[L.ST_NPFC] + 64 > net.pfc_log.shape[0]:
+                net = net._replace(pfc_log=np.concatenate([net.pfc_log, np.zeros_like(net.pfc_log)]))
+            state.net = net
             continue
         if code == L.RUN_MEMO:
-            session.handle(state)
-            state.ci[L.CI_MEMO] = session.log_bits()
+            session.handle(view)
+            view.set_log(session.log_bits())
             if st[L.ST_EVENTS] - reported < SLICE_EVENTS:  # report about once a slice, as without memo
                 continue
         reported = int(st[L.ST_EVENTS])
@@ -99,7 +103,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     if bar is not None:
         bar.close()
     wall = time.perf_counter() - t0
-    ft = state.ft
+    ft = state.flows.table
     finish = ft[:, L.FT_FINISH].copy()
     done = finish >= 0
     start = np.where(ft[:, L.FT_STATE] > 0, ft[:, L.FT_START], -1)  # actual start (DAG releases)
@@ -121,7 +125,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         "packets_sent": ft[:, L.FT_PKTS_SENT].copy(), "bytes_received": ft[:, L.FT_BYTES_RX].copy(),
     })
     n = int(st[L.ST_NPFC])
-    log = state.pfc[:n]
+    log = state.net.pfc_log[:n]
     pfc = pd.DataFrame(log, columns=["time_ns", "node", "node_type", "ifindex", "type"])
     counters = {
         "events": int(st[L.ST_EVENTS]),

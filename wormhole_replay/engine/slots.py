@@ -1,44 +1,74 @@
-"""What the packet loop (``core``) and the fast-forward machinery (``wormhole``) both need:
-event sequence numbers, the slot numbering of the event queue, and the kick FIFO.
+"""What every part of the engine needs to schedule: event sequence numbers, the slot numbering of
+the event queue, and the kick FIFO.
 
 Slots, in order: ``TXDONE[p]`` and ``ARRIVE[p]`` per port, ``WAKE[h]`` per host, ``FLOWS``,
-``QP[f, k]`` (``FLOW_SLOTS`` per flow), then the wormhole's ``SAMPLE`` and ``THAW[k]`` per partition.
+``QP[f, k]`` (``FLOW_SLOTS`` per flow: the timers ``T_*``), then the wormhole's ``SAMPLE`` and
+``THAW[k]`` per partition.
 """
 
 from numba import njit
 
 from .layout import CI_N_HOSTS, CI_N_PORTS, FLOW_SLOTS, PT_KICKED, ST_KICK_HEAD, ST_KICK_N, ST_SEQ, ST_WH_SEQ, WH_SEQ_BASE
 
+# a flow's QP slots
+T_ALPHA = 0  # DCQCN: alpha update
+T_DEC = 1  # DCQCN: rate decrease
+T_RP = 2  # DCQCN: rate increase
+T_RTO = 3  # retransmission timeout
+T_START = 4  # the flow starts (its QP is created)
+CC_TIMERS = 3  # slots 0..2 are its CC timers
+T_TIMERS = 4  # ... 0..3 its CC and retransmission timers
+
 
 @njit(cache=True, inline="always", _nrt=False)
-def next_seq(st):
-    s = st[ST_SEQ]
-    st[ST_SEQ] = s + 1
+def next_seq(state):
+    s = state[ST_SEQ]
+    state[ST_SEQ] = s + 1
     return s
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wh_seq(st):
+def wh_seq(state):
     """A sequence number for a wormhole event: above every packet event's, and drawn from its own
     counter, so sampling and thawing never change the order of the packet simulation's events."""
-    s = st[ST_WH_SEQ]
-    st[ST_WH_SEQ] = s + 1
+    s = state[ST_WH_SEQ]
+    state[ST_WH_SEQ] = s + 1
     return WH_SEQ_BASE + s
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def qp_slot(ci, f, k):
-    return 2 * ci[CI_N_PORTS] + ci[CI_N_HOSTS] + 1 + FLOW_SLOTS * f + k
+def flow_slots_base(cfg):
+    return 2 * cfg.ints[CI_N_PORTS] + cfg.ints[CI_N_HOSTS] + 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def wake_slot(ci, h):
-    return 2 * ci[CI_N_PORTS] + h
+def qp_slot(cfg, f, k):
+    return flow_slots_base(cfg) + FLOW_SLOTS * f + k
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def sample_slot(ci, n_flows):
-    return 2 * ci[CI_N_PORTS] + ci[CI_N_HOSTS] + 1 + FLOW_SLOTS * n_flows
+def arrive_slot(cfg, p):
+    return cfg.ints[CI_N_PORTS] + p
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def wake_slot(cfg, h):
+    return 2 * cfg.ints[CI_N_PORTS] + h
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def flows_slot(cfg):
+    return 2 * cfg.ints[CI_N_PORTS] + cfg.ints[CI_N_HOSTS]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def sample_slot(cfg, n_flows):
+    return flow_slots_base(cfg) + FLOW_SLOTS * n_flows
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def thaw_slot(cfg, n_flows, k):
+    return sample_slot(cfg, n_flows) + 1 + k
 
 
 def n_slots(n_ports, n_hosts, n_flows):
@@ -47,12 +77,13 @@ def n_slots(n_ports, n_hosts, n_flows):
 
 
 @njit(cache=True, _nrt=False)
-def kick(pt, kick_fifo, st, p):
+def kick(net, state, p):
     """Ask port p to try to transmit once the current handler is done (the reference calls
     DequeueAndTransmit synchronously; a FIFO keeps that order without recursion)."""
-    if pt[p, PT_KICKED] != 0:
+    ports = net.ports
+    if ports[p, PT_KICKED] != 0:
         return
-    pt[p, PT_KICKED] = 1
-    n = kick_fifo.shape[0]
-    kick_fifo[(st[ST_KICK_HEAD] + st[ST_KICK_N]) % n] = p
-    st[ST_KICK_N] += 1
+    ports[p, PT_KICKED] = 1
+    n = net.kicks.shape[0]
+    net.kicks[(state[ST_KICK_HEAD] + state[ST_KICK_N]) % n] = p
+    state[ST_KICK_N] += 1

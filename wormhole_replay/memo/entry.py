@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 KINDS = ("transient", "steady")
-CC_FIELDS = 16  # per-flow CC state a value may carry (memo/session.py: CC_FLOAT, CC_INT, timer phases)
+CC_FIELDS = 16  # per-flow CC state a value may carry (engine/memo_view.py: CC_RATES, CC_COUNTERS, timer phases)
 
 
 def canonical_json(obj) -> str:

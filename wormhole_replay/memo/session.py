@@ -5,13 +5,13 @@ flows changed, it froze steady, its jump ended, its flows were flat for a few sa
 were sampled.  ``MemoSession.handle`` reads the log:
 
 * **A transient begins** (flows changed), unless the partition has no shares to settle
-  (``engine.wormhole.settled``: the engine finds its steady state in a short window, sooner than
+  (``EngineView.settled``: the engine finds its steady state in a short window, sooner than
   a lookup pays for itself; counted as ``memo_settled``) or a flow of it is too close to its end
   for any hit to jump ``min_jump`` (``memo_too_short``): its start FCG is built (``_start_fcg``:
   rates, and the CC state and queues the paper's rate-only key leaves out) and looked up.  A hit is applied
   through the isomorphism's mapping: each flow is credited its stored bytes (plus the pipe it had
   filled), gets the stored CC state and timer phases, and the partition jumps over the transient
-  (``engine.wormhole.memo_jump``); an entry that ended steady continues at its steady rates to the
+  (``EngineView.apply_transient``); an entry that ended steady continues at its steady rates to the
   next disruptive event.  A hit whose flows would reach their tails inside it is ``refused``.
 * **A transient ends**: a miss's course is snapshotted at every rate sample; it is learned when
   the partition freezes steady (the paper's entry: ``t_conv`` to the start of the steadiness
@@ -38,23 +38,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine import layout as L
-from ..engine import wormhole as wh
-from ..engine.queue import QN_TIME, QN_WHERE
+from ..engine import memo_view as V
 from . import fcg
 from .entry import CC_FIELDS, MemoEntry
 
-# the CC state a memo entry carries per flow (installed when it is applied), with its timers' phases
-CC_FLOAT = (L.FF_RATE, L.FF_TARGET, L.FF_ALPHA, L.FF_CUR_RATE, L.FF_U)
-CC_INT = (L.FT_ALPHA_CNP, L.FT_DEC_CNP, L.FT_FIRST_CNP, L.FT_RP_STAGE, L.FT_INC_STAGE, L.FT_ECN_CNT,
-          L.FT_BATCH, L.FT_CA_STATE)
-assert len(CC_FLOAT) + len(CC_INT) + wh.CC_TIMERS == CC_FIELDS
-
-
-def _timer_slots(ci, flows) -> np.ndarray:
-    """Event slots of the flows' CC timers (``engine.slots.qp_slot``), [flow, timer]."""
-    base = 2 * int(ci[L.CI_N_PORTS]) + int(ci[L.CI_N_HOSTS]) + 1
-    return base + L.FLOW_SLOTS * np.asarray(flows, np.int64)[:, None] + np.arange(wh.CC_TIMERS)[None, :]
+assert V.CC_FIELDS == CC_FIELDS, "the engine's CC state changed: bump fcg.SCHEME and entry.CC_FIELDS"
 
 
 @dataclass
@@ -64,7 +52,7 @@ class Snapshot:
     t: int
     una: np.ndarray
     nxt: np.ndarray
-    cc: np.ndarray  # [flow, CC_FLOAT + CC_INT + CC timer phases]
+    cc: np.ndarray  # [flow, CC_FIELDS]: EngineView.cc_state
 
 
 @dataclass
@@ -111,11 +99,11 @@ class MemoSession:
     def log_bits(self) -> int:
         """What the engine should log for us now (``CI_MEMO``): samples only while a transient is
         being learned or a hit checked, short flat windows only once a steady state is known."""
-        bits = L.MEMO_ON
+        bits = V.LOG_ON
         if self.lookups and (self.pending or self._checking):
-            bits |= L.MEMO_SAMPLES
+            bits |= V.LOG_SAMPLES
         if self.lookups and self._steady_known:
-            bits |= L.MEMO_SHORT
+            bits |= V.LOG_SHORT
         return bits
 
     # ------------------------------------------------------------------ the in-memory index
@@ -151,112 +139,87 @@ class MemoSession:
 
     # ------------------------------------------------------------------ reading the engine
     @staticmethod
-    def _flows(state, k) -> list:
-        out = []
-        f = state.wp[k, L.WP_FLOWS]
-        ft = state.ft
-        while f >= 0:
-            out.append(int(f))
-            f = ft[f, L.FT_PNEXT]
-        out.sort()
-        return out
-
-    @staticmethod
-    def _fcg(state, flows, rates) -> fcg.FCG:
+    def _fcg(engine, flows, rates) -> fcg.FCG:
         """The steady FCG: vertices weighted by their (steady) rates."""
-        ft, paths = state.ft, state.paths
-        links = [paths[ft[f, L.FT_DPATH]:ft[f, L.FT_APATH]].tolist() for f in flows]
-        line = state.ff[flows, L.FF_MAX_RATE]
-        return fcg.build(flows, links, [fcg.quantise(r, x) for r, x in zip(rates, line)])
+        line = engine.line_rates(flows)
+        return fcg.build(flows, engine.links(flows), [fcg.quantise(r, x) for r, x in zip(rates, line)])
 
     @staticmethod
-    def _start_fcg(state, flows) -> fcg.FCG:
+    def _start_fcg(engine, flows) -> fcg.FCG:
         """The FCG where a transient starts.  Its course depends on more than the rates the
         paper keys on, so its vertex weight also holds the CC's target rate, its alpha (DCQCN),
         and whether the flow has yet to be cut once; its edges the queue on the links shared."""
-        ft, ff, pt, paths = state.ft, state.ff, state.pt, state.paths
-        links = [paths[ft[f, L.FT_DPATH]:ft[f, L.FT_APATH]].tolist() for f in flows]
-        line = ff[flows, L.FF_MAX_RATE]
+        line = engine.line_rates(flows)
         q = fcg.RATE_LEVELS + 1
-        weights = [fcg.quantise(ff[f, L.FF_RATE], x) + q * (fcg.quantise(ff[f, L.FF_TARGET], x)
-                   + q * (min(int(ff[f, L.FF_ALPHA] * 4), 4) + 5 * int(ft[f, L.FT_FIRST_CNP] != 0)))
-                   for f, x in zip(flows, line)]
-        payload = int(state.ci[L.CI_PAYLOAD])
-        return fcg.build(flows, links, weights, lambda p: fcg.queue_level(int(pt[p, L.PT_QBYTES]), payload))
+        weights = [fcg.quantise(r, x) + q * (fcg.quantise(tg, x) + q * (min(int(a * 4), 4) + 5 * int(fresh)))
+                   for r, tg, a, fresh, x in zip(engine.rates(flows), engine.targets(flows), engine.alphas(flows),
+                                                 engine.never_cut(flows), line)]
+        payload = engine.payload
+        return fcg.build(flows, engine.links(flows), weights, lambda p: fcg.queue_level(engine.queue_bytes(p), payload))
 
     # ------------------------------------------------------------------ the log
-    def handle(self, state) -> None:
+    def handle(self, engine: V.EngineView) -> None:
         """Handle the memo log's records (the engine stopped with ``RUN_MEMO``)."""
-        st, wp, ml = state.st, state.wp, state.ml
-        n = int(st[L.ST_ML_N])
-        records = ml[:n].copy()
-        st[L.ST_ML_N] = 0
+        records = engine.take_records()
         # transients that ended since the last stop (their partition changed or is gone): learn them
         if not self.lookups:
-            self._journal(state, records)
+            self._journal(engine, records)
             return
         for k, p in list(self.pending.items()):
-            if wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != p.gen:
+            if not engine.exists(k) or engine.generation(k) != p.gen:
                 del self.pending[k]
-                self._ended(state, p)
-        for kind, k, gen, t in records.tolist():
-            if kind == L.ML_SAMPLED:
+                self._ended(engine, p)
+        for kind, k, gen, t in records:
+            if kind == V.SAMPLED:
                 for p in self.pending.values():
-                    p.snaps.append(self._snapshot(state, p.key.flows))
-                self._check(state)
-            elif kind == L.ML_THAWED:
-                self._journal(state, [(kind, k, gen, t)])
-            elif wp[k, L.WP_STATE] == 0 or wp[k, L.WP_GEN] != gen:
+                    p.snaps.append(self._snapshot(engine, p.key.flows))
+                self._check(engine)
+            elif kind == V.THAWED:
+                self._journal(engine, [(kind, k, gen, t)])
+            elif not engine.exists(k) or engine.generation(k) != gen:
                 continue  # the partition changed again (or is gone) since: a later record stands
-            elif kind == L.ML_CHANGED:
-                if wp[k, L.WP_STATE] != 1:
+            elif kind == V.CHANGED:
+                if not engine.is_live(k):
                     continue
-                s = state
-                if wh.settled(s.pt, s.ci, s.ft, s.ff, s.paths, wp, s.wsf, k):  # the engine's own (short window)
+                if engine.settled(k):  # the engine's own (short window)
                     self.counters["memo_settled"] += 1
                 else:
-                    self._changed(state, k, gen, t)
-            elif kind == L.ML_SHORT:
-                if wp[k, L.WP_STATE] == 1:
-                    self._short(state, k, gen, t)
-            elif wp[k, L.WP_NSAMP] > self.l:  # steady over a full window
-                self._steady(state, k, gen, t, self.l)
+                    self._changed(engine, k, gen, t)
+            elif kind == V.SHORT:
+                if engine.is_live(k):
+                    self._short(engine, k, gen, t)
+            elif engine.samples_taken(k) > self.l:  # steady over a full window
+                self._steady(engine, k, gen, t, self.l)
             else:  # over a short one: a settled partition (wormhole.settled), the engine's own
-                self._journal(state, [(kind, k, gen, t)])
+                self._journal(engine, [(kind, k, gen, t)])
 
-    def _journal(self, state, records) -> None:
+    def _journal(self, engine, records) -> None:
         """Note where jumps begin (plain steady ones; memo jumps are noted when applied) and end."""
-        for kind, k, gen, t in np.asarray(records).tolist():
-            if kind == L.ML_STEADY:
-                self._open_jumps[k] = (t, "steady", self._flows(state, k))
-            elif kind == L.ML_THAWED and k in self._open_jumps:
+        for kind, k, gen, t in records:
+            if kind == V.STEADY:
+                self._open_jumps[k] = (t, "steady", engine.flows_of(k))
+            elif kind == V.THAWED and k in self._open_jumps:
                 start, what, flows = self._open_jumps.pop(k)
                 self.jumps.append((k, start, t, what, flows))
 
-    def _snapshot(self, state, flows) -> Snapshot:
-        ft, ff, qn = state.ft, state.ff, state.qn
-        now = int(state.st[L.ST_NOW])
-        slots = _timer_slots(state.ci, flows)
-        phases = np.where(qn[slots, QN_WHERE] >= 0, qn[slots, QN_TIME] - now, -1)
-        cc = np.concatenate([ff[np.ix_(flows, CC_FLOAT)], ft[np.ix_(flows, CC_INT)], phases], axis=1)
-        return Snapshot(now, ft[flows, L.FT_SND_UNA].copy(), ft[flows, L.FT_SND_NXT].copy(), cc)
+    def _snapshot(self, engine, flows) -> Snapshot:
+        return Snapshot(engine.now, engine.acked(flows), engine.sent(flows), engine.cc_state(flows))
 
-    def _changed(self, state, k, gen, t) -> None:
-        flows = self._flows(state, k)
+    def _changed(self, engine, k, gen, t) -> None:
+        flows = engine.flows_of(k)
         if len(flows) > fcg.MAX_VERTICES:
             self.counters["memo_too_large"] += 1
             return
-        ft, ff = state.ft, state.ff
-        at_line_rate = (ft[flows, L.FT_SIZE] - ft[flows, L.FT_SND_UNA]) * 8e9 / ff[flows, L.FF_MAX_RATE]
-        if at_line_rate.min() < state.ci[L.CI_WH_MIN_JUMP]:  # no hit could jump far enough (memo_jump)
+        at_line_rate = (engine.sizes(flows) - engine.acked(flows)) * 8e9 / engine.line_rates(flows)
+        if at_line_rate.min() < engine.min_jump_ns:  # no hit could jump far enough (memo_jump)
             self.counters["memo_too_short"] += 1
             return
-        g = self._start_fcg(state, flows)
+        g = self._start_fcg(engine, flows)
         self.looked_flows.append(flows[0])
         e, m = self.find("transient", g)
-        if e is not None and self._verify(state, k, gen, t, g, e, m):
+        if e is not None and self._verify(engine, k, gen, t, g, e, m):
             return
-        if e is not None and self._apply(state, k, g, e, m):
+        if e is not None and self._apply(engine, k, g, e, m):
             self.counters["memo_hits"] += 1
             self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
             self.hit_flows.append(flows[0])
@@ -267,33 +230,20 @@ class MemoSession:
             self.counters["memo_refused"] += 1
         else:
             self.counters["memo_misses"] += 1
-        self.pending[k] = Transient(gen, t, g, self._snapshot(state, flows))
+        self.pending[k] = Transient(gen, t, g, self._snapshot(engine, flows))
 
-    def _apply(self, state, k, g, e, m) -> bool:
-        s, ft, ff = state, state.ft, state.ff
+    def _apply(self, engine, k, g, e, m) -> bool:
         flows = np.array(g.flows, np.int64)
         at = flows[[m[i] for i in range(len(flows))]]  # entry vertex i is flow at[i]
-        saved_f, saved_i = ff[at].copy(), ft[at].copy()
         v = e.value
         # the bytes acknowledged in the transient, and the pipe refilled as it was at its end (the
         # bytes in flight then, up to one bandwidth-delay product: beyond that they were queued)
-        in_flight = ft[at, L.FT_SND_NXT] - ft[at, L.FT_SND_UNA]
+        in_flight = engine.sent(at) - engine.acked(at)
         pipe = np.maximum(np.array(v.get("pipe", np.zeros(len(at))), np.float64) - in_flight, 0)
-        ff[at, L.FF_MEMO] = np.array(v["bytes"], np.float64) + pipe
-        ff[at, L.FF_STEADY] = np.array(v["rates"], np.float64)
-        nf, ni = len(CC_FLOAT), len(CC_INT)
-        cc = np.array(v["cc"], np.float64) if "cc" in v else None
-        if cc is not None:
-            ff[np.ix_(at, CC_FLOAT)] = cc[:, :nf]
-            ft[np.ix_(at, CC_INT)] = cc[:, nf:nf + ni].astype(np.int64)
-        phases = (cc[:, nf + ni:] if cc is not None else np.zeros((len(at), 0))).astype(np.int64)
-        if wh.memo_jump(s.pt, s.nt, s.ft, s.ff, s.qn, s.qw, s.qm, s.hs, s.hpos, s.ci, s.st, s.wp, s.wl, k,
-                        int(v["t_conv_ns"]), bool(v.get("steady", True)), at, np.ascontiguousarray(phases)):
-            return True
-        ff[at], ft[at] = saved_f, saved_i
-        return False
+        return engine.apply_transient(k, at, np.array(v["bytes"], np.float64) + pipe, v["rates"], v.get("cc"),
+                                      int(v["t_conv_ns"]), bool(v.get("steady", True)))
 
-    def _verify(self, state, k, gen, t, g, e, m) -> bool:
+    def _verify(self, engine, k, gen, t, g, e, m) -> bool:
         """Spot check: instead of applying a hit (of an entry not checked yet), simulate it packet
         by packet and compare what its flows deliver within ``t_conv`` with the entry's bytes."""
         if self.spot_check <= 0 or e.digest in {c[1] for c in self._checking} | {c["digest"] for c in self.checks}:
@@ -301,21 +251,20 @@ class MemoSession:
         if len(self.checks) + len(self._checking) >= self.spot_check:
             return False
         at = np.array(g.flows, np.int64)[[m[i] for i in range(len(g.flows))]]
-        una = state.ft[at, L.FT_SND_UNA].copy()
+        una = engine.acked(at)
         self._checking.append([k, e.digest, gen, t, at, una, np.array(e.value["bytes"], np.float64),
                                int(e.value["t_conv_ns"]), t, una.copy()])
         return True
 
-    def _check(self, state) -> None:
+    def _check(self, engine) -> None:
         """At a rate sample: finish the spot checks whose ``t_conv`` has passed (or that a change
         of their partition interrupted)."""
-        now = int(state.st[L.ST_NOW])
-        wp, ft = state.wp, state.ft
+        now = engine.now
         still = []
         for c in self._checking:
             k, digest, gen, t, at, una0, expected, t_conv, t_prev, una_prev = c
-            una = ft[at, L.FT_SND_UNA].astype(np.float64)
-            interrupted = wp[k, L.WP_STATE] != 1 or wp[k, L.WP_GEN] != gen
+            una = engine.acked(at).astype(np.float64)
+            interrupted = not engine.is_live(k) or engine.generation(k) != gen
             if not interrupted and now < t + t_conv:
                 c[8], c[9] = now, una.copy()
                 still.append(c)
@@ -345,41 +294,33 @@ class MemoSession:
                                                          "actual_bytes", "error", "interrupted"]),
         }
 
-    def _short(self, state, k, gen, t) -> None:
+    def _short(self, engine, k, gen, t) -> None:
         """Partition k's flows have been flat for a few samples: if the memo knows the steady
         state their rates make, freeze it now rather than after a full window."""
-        flows = self._flows(state, k)
+        flows = engine.flows_of(k)
         if len(flows) > fcg.MAX_VERTICES:
             return
-        ft, ff = state.ft, state.ff
-        n = ft[flows, L.FT_NSAMP]
-        recent = [[state.sr[f, (m - 2 - j) % self.l] for j in range(self.short)] for f, m in zip(flows, n)]
-        g = self._fcg(state, flows, np.mean(recent, axis=1))
+        g = self._fcg(engine, flows, engine.recent_rates(flows, self.short))
         e, m = self.find("steady", g)
         if e is None:
             return
         at = np.array(flows, np.int64)[[m[i] for i in range(len(flows))]]
-        saved = ff[at, L.FF_STEADY].copy()
-        ff[at, L.FF_STEADY] = np.array(e.value["rates"], np.float64)
-        s = state
-        if not wh.freeze_known(s.pt, s.nt, s.ft, s.ff, s.paths, s.qn, s.qw, s.qm, s.hs, s.hpos, s.ci, s.st, s.wp,
-                               s.wl, s.wsf, k):
-            ff[at, L.FF_STEADY] = saved
+        if not engine.freeze_at(k, at, e.value["rates"]):
             return
         self.counters["memo_steady_hits"] += 1
         self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
-        self._steady(state, k, gen, t, self.short, kind="memo-steady")
+        self._steady(engine, k, gen, t, self.short, kind="memo-steady")
 
-    def _steady(self, state, k, gen, t, window, kind="steady") -> None:
+    def _steady(self, engine, k, gen, t, window, kind="steady") -> None:
         """Partition k froze, steady over the last ``window`` samples: learn its steady state and
         the transient that led to it."""
-        flows = self._flows(state, k)
+        flows = engine.flows_of(k)
         self._open_jumps[k] = (t, kind, flows)
         if len(flows) > fcg.MAX_VERTICES:
             return
-        rates = state.ff[flows, L.FF_STEADY]
-        now = self._snapshot(state, flows)
-        self.learn("steady", self._fcg(state, flows, rates), {"rates": rates.tolist(), "cc": now.cc.tolist()})
+        rates = engine.steady_rates(flows)
+        now = self._snapshot(engine, flows)
+        self.learn("steady", self._fcg(engine, flows, rates), {"rates": rates.tolist(), "cc": now.cc.tolist()})
         p = self.pending.pop(k, None)
         if p is None or p.gen != gen or p.key.flows != flows:
             return
@@ -392,16 +333,15 @@ class MemoSession:
         self.learn("transient", p.key, {"t_conv_ns": int(t_ws - p.t), "bytes": sent.tolist(),
                                         "rates": rates.tolist(), "cc": now.cc.tolist(), "steady": True})
 
-    def _ended(self, state, p: Transient) -> None:
+    def _ended(self, engine, p: Transient) -> None:
         """A transient ended by a change before its partition was steady: learn its course up to
         the last sample at which every flow still had its tail ahead (a checkpoint), so that a hit
         jumps there, in the CC state of then, and simulates the rest."""
         if p.key.e and not self.shared_prefixes:
             return
-        ft, ci = state.ft, state.ci
         flows = p.key.flows
-        payload, tail = int(ci[L.CI_PAYLOAD]), int(ci[L.CI_WH_TAIL])
-        size, win = ft[flows, L.FT_SIZE], ft[flows, L.FT_WIN]
+        payload, tail = engine.payload, engine.tail_ns
+        size, win = engine.sizes(flows), engine.windows(flows)
         for j in range(len(p.snaps) - 1, 0, -1):
             s, before = p.snaps[j], p.snaps[j - 1]
             if s.t - p.t < self.tau:
@@ -409,7 +349,7 @@ class MemoSession:
             rate = np.maximum((s.una - before.una) * 8e9 / (s.t - before.t), 1.0)
             margin = 2 * (2 * payload + rate * tail / 8e9) + win
             if (size - s.una >= margin).all():
-                bdp = rate * ft[flows, L.FT_BASE_RTT] / 8e9
+                bdp = rate * engine.base_rtts(flows) / 8e9
                 pipe = np.minimum(s.nxt - s.una, bdp).astype(np.int64)
                 self.learn("transient", p.key, {"t_conv_ns": int(s.t - p.t), "bytes": (s.una - p.start.una).tolist(),
                                                 "pipe": pipe.tolist(), "rates": rate.tolist(), "cc": s.cc.tolist(),

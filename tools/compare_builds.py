@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""Two builds of the engine side by side, in one run: speed on reference scenarios and first-run
+compile time from an empty Numba cache.
+
+Each build is a git revision (or ``WORKTREE`` for the working tree), checked out into a temporary
+folder and run from there (``PYTHONPATH``), so both use this environment's libraries.  For each
+build: the compile time (a small run with the build's Numba cache emptied, minus the same run
+with the cache warm), then ``--repeat`` whole-process runs of each scenario, alternating builds so
+that a drift in the machine's speed hits both alike.  Prints the fastest and median wall time per
+build and scenario, their ratio, and whether both builds wrote the same ``fct.txt``.
+
+    python tools/compare_builds.py HEAD~1 WORKTREE                 # S4 both CCs, 3 repeats
+    python tools/compare_builds.py abc123 def456 --runs S1_dcqcn S5_dcqcn --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO.parent / "shared" / "reference-runs"
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The build's sources: ``WORKTREE`` (copied) or a revision (``git archive``)."""
+    into.mkdir(parents=True)
+    if rev == "WORKTREE":
+        shutil.copytree(REPO / "wormhole_replay", into / "wormhole_replay",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "wormhole_replay"], capture_output=True)
+        if archive.returncode != 0:
+            raise SystemExit(f"compare_builds: {rev}: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def run(tree: Path, folder: Path, out: Path) -> float:
+    """One full-mode ``simulate`` of a reference run with the build in ``tree``: wall seconds."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
+           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", "full", "--out", str(out), "--quiet"]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"compare_builds: {tree.name} on {folder.name}: {p.stderr.strip()}")
+    return time.perf_counter() - t0
+
+
+def clear_cache(tree: Path) -> None:
+    for f in list(tree.rglob("*.nbi")) + list(tree.rglob("*.nbc")) + list(tree.rglob("engine-sources.sha256")):
+        f.unlink()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--runs", nargs="+", default=["S4_dcqcn", "S4_hpcc"], help="reference runs to time")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--compile-run", default="S1_hpcc", help="the small run timed cold and warm")
+    a = ap.parse_args()
+    folders = [RUNS / r for r in [a.compile_run, *a.runs]]
+    missing = [f.name for f in folders if not (f / "config.txt").is_file()]
+    if missing:
+        print(f"compare_builds: no reference run {', '.join(missing)} in {RUNS}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="compare-builds-") as tmp:
+        tmp = Path(tmp)
+        trees = {name: checkout(rev, tmp / name) for name, rev in (("before", a.before), ("after", a.after))}
+        print(f"before = {a.before}, after = {a.after}")
+        for name, tree in trees.items():  # compile from an empty cache (both CCs), then the warm run
+            clear_cache(tree)
+            cold = run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o")
+            warm = run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o")
+            print(f"{name:>6}: first runs from an empty cache {cold:6.1f} s, warm {warm:5.1f} s: "
+                  f"compile ~{cold - warm:5.1f} s", flush=True)
+        for folder in folders[1:]:
+            walls = {name: [] for name in trees}
+            for _ in range(a.repeat):
+                for name, tree in trees.items():
+                    walls[name].append(run(tree, folder, tmp / f"{name}-{folder.name}"))
+            same = all((tmp / f"{n}-{folder.name}" / "fct.txt").read_bytes()
+                       == (tmp / f"before-{folder.name}" / "fct.txt").read_bytes() for n in trees)
+            b, f = min(walls["before"]), min(walls["after"])
+            print(f"{folder.name:<10} before {b:6.2f} s (median {statistics.median(walls['before']):6.2f})  "
+                  f"after {f:6.2f} s (median {statistics.median(walls['after']):6.2f})  after/before {f / b:5.3f}  "
+                  f"fct.txt {'identical' if same else 'DIFFERS'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""The engine's contract with the memo (``memo/session.py``): what it may read of a running
+engine, and what it may do to it.  The memo knows this interface, not the tables behind it.
+
+Between kernel calls (the loop returns ``RUN_MEMO`` once an instant is complete and the memo's
+log has records), the memo reads the log (``take_records``), a partition's flows, their links,
+rates, CC state and progress, and then either applies a memoized transient to a live partition
+(``apply_transient``: its flows are credited the entry's bytes over its length and continue with
+its CC state) or freezes one at known steady rates (``freeze_at``).
+
+A flow's *CC state* (``cc_state``, ``CC_FIELDS`` numbers) is what a memo entry stores and installs
+per flow: its rates and CC variables (``CC_RATES``, ``CC_COUNTERS``) and the phases of its CC
+timers (ns until each fires, -1 if disarmed).  If the engine's CC state grows, so does this, and
+the memo's FCG scheme must change (``memo/fcg.py: SCHEME``) so that older entries no longer match.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import layout as L
+from .queue import QN_TIME, QN_WHERE
+from .slots import CC_TIMERS, FLOW_SLOTS
+from .wormhole.jump import freeze_known, memo_jump
+from .wormhole.steadiness import settled
+
+CC_RATES = (L.FF_RATE, L.FF_TARGET, L.FF_ALPHA, L.FF_CUR_RATE, L.FF_U)
+CC_COUNTERS = (L.FT_ALPHA_CNP, L.FT_DEC_CNP, L.FT_FIRST_CNP, L.FT_RP_STAGE, L.FT_INC_STAGE, L.FT_ECN_CNT,
+               L.FT_BATCH, L.FT_CA_STATE)
+CC_FIELDS = len(CC_RATES) + len(CC_COUNTERS) + CC_TIMERS
+
+# the memo log's record kinds (``take_records``)
+CHANGED = L.ML_CHANGED  # a partition's flows changed: a transient begins
+STEADY = L.ML_STEADY  # a partition was found steady and froze
+SAMPLED = L.ML_SAMPLED  # rates were sampled (partition -1)
+THAWED = L.ML_THAWED  # a partition's jump ended
+SHORT = L.ML_SHORT  # a partition's flows are flat over a short window
+# what the memo asks the engine to log (``set_log``)
+LOG_ON, LOG_SAMPLES, LOG_SHORT = L.MEMO_ON, L.MEMO_SAMPLES, L.MEMO_SHORT
+
+
+class EngineView:
+    """A running engine (``build.EngineState``) as the memo sees it."""
+
+    def __init__(self, engine):
+        self._e = engine
+
+    # ------------------------------------------------------------------ the log and the clock
+    def take_records(self) -> list[tuple[int, int, int, int]]:
+        """The log's records since the last call, ``(kind, partition, generation, time_ns)``."""
+        st, ml = self._e.state, self._e.parts.memo_log
+        n = int(st[L.ST_ML_N])
+        st[L.ST_ML_N] = 0
+        return [tuple(r) for r in ml[:n].tolist()]
+
+    def set_log(self, bits: int) -> None:
+        """What the engine logs from now on (``LOG_*`` bits)."""
+        self._e.cfg.ints[L.CI_MEMO] = bits
+
+    @property
+    def now(self) -> int:
+        return int(self._e.state[L.ST_NOW])
+
+    @property
+    def payload(self) -> int:
+        return int(self._e.cfg.ints[L.CI_PAYLOAD])
+
+    @property
+    def tail_ns(self) -> int:
+        return int(self._e.cfg.ints[L.CI_WH_TAIL])
+
+    @property
+    def min_jump_ns(self) -> int:
+        return int(self._e.cfg.ints[L.CI_WH_MIN_JUMP])
+
+    # ------------------------------------------------------------------ partitions
+    def is_live(self, k: int) -> bool:
+        return int(self._e.parts.table[k, L.WP_STATE]) == 1
+
+    def exists(self, k: int) -> bool:
+        return int(self._e.parts.table[k, L.WP_STATE]) != 0
+
+    def generation(self, k: int) -> int:
+        """Bumped whenever partition k's flows change: a record is current while it matches."""
+        return int(self._e.parts.table[k, L.WP_GEN])
+
+    def samples_taken(self, k: int) -> int:
+        """Rate samples since partition k's flows last changed (or it thawed)."""
+        return int(self._e.parts.table[k, L.WP_NSAMP])
+
+    def flows_of(self, k: int) -> list[int]:
+        """Partition k's flows, sorted."""
+        out = []
+        ft = self._e.flows.table
+        f = self._e.parts.table[k, L.WP_FLOWS]
+        while f >= 0:
+            out.append(int(f))
+            f = ft[f, L.FT_PNEXT]
+        out.sort()
+        return out
+
+    def ports_of(self, k: int) -> list[int]:
+        """The ports partition k's flows cross (data and ACK paths, both directions)."""
+        out = []
+        p = self._e.parts.table[k, L.WP_PORTS]
+        while p >= 0:
+            out.append(int(p))
+            p = self._e.net.ports[p, L.PT_PNEXT]
+        return out
+
+    def settled(self, k: int) -> bool:
+        """Partition k has no shares to settle (the engine freezes it after a short window)."""
+        e = self._e
+        return bool(settled(e.net, e.flows, e.cfg, e.parts, k))
+
+    # ------------------------------------------------------------------ flows
+    def links(self, flows) -> list[list[int]]:
+        """Each flow's data-path egress ports."""
+        ft, paths = self._e.flows.table, self._e.flows.paths
+        return [paths[ft[f, L.FT_DPATH]:ft[f, L.FT_APATH]].tolist() for f in flows]
+
+    def line_rates(self, flows) -> np.ndarray:
+        return self._e.flows.rates[flows, L.FF_MAX_RATE]
+
+    def rates(self, flows) -> np.ndarray:
+        """Current sending rates (bps)."""
+        return self._e.flows.rates[flows, L.FF_RATE]
+
+    def targets(self, flows) -> np.ndarray:
+        """DCQCN's target rates (bps)."""
+        return self._e.flows.rates[flows, L.FF_TARGET]
+
+    def alphas(self, flows) -> np.ndarray:
+        return self._e.flows.rates[flows, L.FF_ALPHA]
+
+    def never_cut(self, flows) -> np.ndarray:
+        """DCQCN: the flow has yet to receive its first CNP."""
+        return self._e.flows.table[flows, L.FT_FIRST_CNP] != 0
+
+    def acked(self, flows) -> np.ndarray:
+        return self._e.flows.table[flows, L.FT_SND_UNA].copy()
+
+    def sent(self, flows) -> np.ndarray:
+        return self._e.flows.table[flows, L.FT_SND_NXT].copy()
+
+    def sizes(self, flows) -> np.ndarray:
+        return self._e.flows.table[flows, L.FT_SIZE]
+
+    def windows(self, flows) -> np.ndarray:
+        return self._e.flows.table[flows, L.FT_WIN]
+
+    def base_rtts(self, flows) -> np.ndarray:
+        return self._e.flows.table[flows, L.FT_BASE_RTT]
+
+    def steady_rates(self, flows) -> np.ndarray:
+        """The rates a frozen partition's flows are being credited at (bps of payload)."""
+        return self._e.flows.rates[flows, L.FF_STEADY].copy()
+
+    def recent_rates(self, flows, n: int) -> np.ndarray:
+        """Each flow's mean delivered rate over its last ``n`` rate samples."""
+        sr, ft = self._e.parts.samples, self._e.flows.table
+        l = sr.shape[1]
+        recent = [[sr[f, (m - 2 - j) % l] for j in range(n)] for f, m in zip(flows, ft[flows, L.FT_NSAMP])]
+        return np.mean(recent, axis=1)
+
+    def queue_bytes(self, port: int) -> int:
+        return int(self._e.net.ports[port, L.PT_QBYTES])
+
+    def cc_state(self, flows) -> np.ndarray:
+        """Each flow's CC state, ``[flow, CC_FIELDS]``."""
+        e = self._e
+        flows = np.asarray(flows, np.int64)
+        slots = _timer_slots(e.cfg.ints, flows)
+        qn = e.events.slots
+        phases = np.where(qn[slots, QN_WHERE] >= 0, qn[slots, QN_TIME] - self.now, -1)
+        return np.concatenate([e.flows.rates[np.ix_(flows, CC_RATES)], e.flows.table[np.ix_(flows, CC_COUNTERS)],
+                               phases], axis=1)
+
+    # ------------------------------------------------------------------ acts
+    def apply_transient(self, k: int, flows, credit_bytes, rates, cc, t_conv_ns: int, steady: bool) -> bool:
+        """Jump live partition k over a memoized transient of ``t_conv_ns``: ``flows[i]`` is
+        credited ``credit_bytes[i]`` over it and (``steady``) goes on at ``rates[i]`` until the
+        first flow's tail; ``cc`` (``[flow, CC_FIELDS]``, or None) is installed.  False, and
+        nothing changed, if a flow would reach its tail inside the transient or the jump would be
+        shorter than ``min_jump_ns``."""
+        e = self._e
+        ft, ff = e.flows.table, e.flows.rates
+        at = np.asarray(flows, np.int64)
+        saved_f, saved_i = ff[at].copy(), ft[at].copy()
+        ff[at, L.FF_MEMO] = np.asarray(credit_bytes, np.float64)
+        ff[at, L.FF_STEADY] = np.asarray(rates, np.float64)
+        nr, nc = len(CC_RATES), len(CC_COUNTERS)
+        if cc is not None:
+            cc = np.asarray(cc, np.float64)
+            ff[np.ix_(at, CC_RATES)] = cc[:, :nr]
+            ft[np.ix_(at, CC_COUNTERS)] = cc[:, nr:nr + nc].astype(np.int64)
+        phases = (cc[:, nr + nc:] if cc is not None else np.zeros((len(at), 0))).astype(np.int64)
+        if memo_jump(e.net, e.flows, e.events, e.cfg, e.state, e.parts, k, int(t_conv_ns), bool(steady), at,
+                     np.ascontiguousarray(phases)):
+            return True
+        ff[at], ft[at] = saved_f, saved_i
+        return False
+
+    def freeze_at(self, k: int, flows, rates) -> bool:
+        """Freeze live partition k now at known steady ``rates`` (in the order of ``flows``);
+        False, and nothing changed, if a flow's tail is too near."""
+        e = self._e
+        at = np.asarray(flows, np.int64)
+        ff = e.flows.rates
+        saved = ff[at, L.FF_STEADY].copy()
+        ff[at, L.FF_STEADY] = np.asarray(rates, np.float64)
+        if freeze_known(e.net, e.flows, e.events, e.cfg, e.state, e.parts, k):
+            return True
+        ff[at, L.FF_STEADY] = saved
+        return False
+
+
+def _timer_slots(ci, flows) -> np.ndarray:
+    """Event slots of the flows' CC timers (``slots.qp_slot``), [flow, timer]."""
+    base = 2 * int(ci[L.CI_N_PORTS]) + int(ci[L.CI_N_HOSTS]) + 1
+    return base + FLOW_SLOTS * np.asarray(flows, np.int64)[:, None] + np.arange(CC_TIMERS)[None, :]

@@ -1,0 +1,344 @@
+"""Jumps: freezing a steady partition, and thawing it with its flows credited.
+
+A frozen partition's pending events (transmissions, link arrivals, NIC wake-ups, CC and
+retransmission timers) are parked, its ports stop sending, and its buffers keep their occupancy,
+so the shared buffer other partitions see does not change.  It thaws at the planned end of the
+jump (the first of its flows reaching its tail: the bytes still in flight, two packets and
+``tail`` ns at its steady rate, then simulated packet by packet), or earlier when a flow arrives
+on one of its links (the paper's skip-back; free here, since parked events are released only at
+thaw, shifted by the jump actually taken ``J``).  At thaw each flow is credited ``rate x J`` bytes
+(whole packets, never more than its links carry) by shifting every sequence number of the flow:
+sender, receiver and the packets in flight, as if the bytes had been sent before the first
+unacknowledged one.  Times kept by the partition (ports' busy-until, packets' arrival, pacing,
+HPCC's INT timestamps) shift by ``J``, so the CC resumes where it left off.
+"""
+
+import numpy as np
+from numba import njit
+
+from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP, CI_WH_TAIL,
+                      CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH,
+                      FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
+                      FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT,
+                      FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE, PK_FLOW, PK_INT,
+                      PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_LN_HEAD,
+                      PT_NODE, PT_PNEXT, PT_RATE, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
+                      ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
+                      WP_STATE, WP_T0, WP_TCONV)
+from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
+from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
+from .partitions import FROZEN, LIVE, ensure_sampling, live_add, live_remove, log, ports_end
+
+DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
+PARKED = -2  # QN_WHERE of an event held while its partition is frozen
+NEVER = 1 << 62
+
+
+@njit(cache=True, _nrt=False)
+def _park(events, slot):
+    if pending(events, slot):
+        q_remove(events, slot)
+        events.slots[slot, QN_WHERE] = PARKED
+
+
+@njit(cache=True, _nrt=False)
+def _unpark(events, slot, shift):
+    qn = events.slots
+    if qn[slot, QN_WHERE] == PARKED:
+        qn[slot, QN_WHERE] = -1
+        q_set(events, slot, qn[slot, QN_TIME] + shift, qn[slot, QN_SEQ])
+
+
+@njit(cache=True, _nrt=False)
+def window_stats(samples, f, oldest, n, l):
+    """Flow f's ``n`` samples from ring position ``oldest`` (a ring of ``l``): sums of their older
+    and newer halves, min, max."""
+    lo = samples[f, oldest]
+    hi = lo
+    s_old = 0.0
+    s_new = 0.0
+    for j in range(n):
+        v = samples[f, (oldest + j) % l]
+        if j < n // 2:
+            s_old += v
+        else:
+            s_new += v
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return s_old, s_new, lo, hi
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def half_change(s_old, s_new, l, resolution):
+    """How far the newer half's mean rate is from the older half's, beyond one packet per sample."""
+    half = l // 2
+    return abs(s_new / (l - half) - s_old / half) - resolution / half
+
+
+@njit(cache=True, _nrt=False)
+def freeze(net, flows, events, cfg, state, parts, k, n):
+    """Freeze partition k, steady over its flows' last ``n`` samples, until its first flow reaches
+    its tail; False if that is too soon."""
+    ci, wp, ft, ff = cfg.ints, parts.table, flows.table, flows.rates
+    l = ci[CI_WH_L]
+    theta = cfg.floats[CF_WH_THETA]
+    # steady rates: the window's mean delivered rate
+    confirmed = wp[k, WP_FRESH] == 0  # same flows as the last jump: do their rates still hold?
+    half = n // 2
+    resolution = ci[CI_PAYLOAD] * 8e9 / ci[CI_WH_TAU]
+    drift = 0.0  # the largest relative change between a window's halves, beyond resolution
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        s_old, s_new, lo, hi = window_stats(parts.samples, f, (ft[f, FT_NSAMP] - 1 - n) % l, n, l)
+        r = (s_old + s_new) / n
+        d = half_change(s_old, s_new, n, resolution) / r
+        if d > drift:
+            drift = d
+        prev = ff[f, FF_STEADY]
+        if prev <= 0.0 or abs(r - prev) > 0.5 * theta * prev:
+            confirmed = False
+        ff[f, FF_STEADY] = r
+        f = ft[f, FT_PNEXT]
+    # extrapolate no further than the rates have proven to hold: the first jump after a change is
+    # at most CI_WH_CAP; each re-measurement that finds the same rates doubles the next one.  A
+    # partition frozen after a short window is settled: no share can drift, and only a flow's tail
+    # or an arrival ends the jump
+    cap = 2 * wp[k, WP_CAP] if confirmed else ci[CI_WH_CAP]
+    if n < l:
+        cap = NEVER // 4
+    if cap > NEVER // 4:
+        cap = NEVER // 4
+    # and no further than a rate still creeping at the window's pace would take to drift by
+    # DRIFT_BUDGET x theta (half a window apart, the halves differ by ``drift``)
+    if drift > 0.0:
+        limit = DRIFT_BUDGET * theta * (n - half) * ci[CI_WH_TAU] / drift
+        if limit < cap:
+            cap = np.int64(limit)
+    return _plan(net, flows, events, cfg, state, parts, k, cap)
+
+
+@njit(cache=True, _nrt=False)
+def freeze_known(net, flows, events, cfg, state, parts, k):
+    """Freeze live partition k at the steady rates the caller set in ``FF_STEADY`` (a steady state
+    the memo knows, recognised before a full window); False if a flow's tail is too near."""
+    return _plan(net, flows, events, cfg, state, parts, k, cfg.ints[CI_WH_CAP])
+
+
+@njit(cache=True, _nrt=False)
+def _plan(net, flows, events, cfg, state, parts, k, cap):
+    """Jump partition k at its flows' ``FF_STEADY`` rates (scaled so that no link carries more
+    than its rate) until the first flow reaches its tail, at most ``cap``; False if too soon."""
+    ci, wp, ft, ff, paths, load = cfg.ints, parts.table, flows.table, flows.rates, flows.paths, parts.scratch_floats
+    payload = ci[CI_PAYLOAD]
+    wire = (payload + ci[CI_DATA_HDR]) / payload
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        load[p] = 0.0
+        p = net.ports[p, PT_PNEXT]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+            load[paths[j]] += ff[f, FF_STEADY] * wire
+        f = ft[f, FT_PNEXT]
+    jump = NEVER
+    tail = ci[CI_WH_TAIL]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        scale = 1.0
+        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+            carried = load[paths[j]]
+            rate = float(net.ports[paths[j], PT_RATE])
+            if carried > rate and rate / carried < scale:
+                scale = rate / carried
+        r = ff[f, FF_STEADY] * scale
+        ff[f, FF_STEADY] = r
+        una = ft[f, FT_SND_UNA]
+        margin = (ft[f, FT_SND_NXT] - una) + 2 * payload + r * tail / 8e9
+        left = ft[f, FT_SIZE] - una - margin
+        if r <= 0.0 or left <= 0.0:
+            return False
+        j_f = np.int64(left * 8e9 / r)
+        if j_f < jump:
+            jump = j_f
+        f = ft[f, FT_PNEXT]
+    if jump > cap:
+        jump = cap
+    if jump < ci[CI_WH_MIN_JUMP]:  # a tail too near, or rates still creeping: sample on instead
+        return False
+    _jump(net, flows, events, cfg, state, parts, k, jump, cap)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _jump(net, flows, events, cfg, state, parts, k, jump, cap):
+    """Freeze partition k for ``jump`` ns: park its events, stop its ports, plan its thaw."""
+    wp, ft = parts.table, flows.table
+    now = state[ST_NOW]
+    wp[k, WP_CAP] = cap
+    wp[k, WP_FRESH] = 0
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        _park(events, p)
+        _park(events, arrive_slot(cfg, p))
+        if net.ports[p, PT_IS_HOST] != 0:
+            _park(events, wake_slot(cfg, net.nodes[net.ports[p, PT_NODE], NT_HOST]))
+        net.ports[p, PT_FROZEN] = 1
+        p = net.ports[p, PT_PNEXT]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        for t in range(T_TIMERS):
+            _park(events, qp_slot(cfg, f, t))
+        f = ft[f, FT_PNEXT]
+    live_remove(parts, state, k)
+    wp[k, WP_STATE] = FROZEN
+    wp[k, WP_T0] = now
+    wp[k, WP_PLAN] = now + jump
+    q_set(events, thaw_slot(cfg, ft.shape[0], k), now + jump, wh_seq(state))
+    state[ST_WH_FF] += 1
+
+
+@njit(cache=True, _nrt=False)
+def memo_jump(net, flows, events, cfg, state, parts, k, t_conv, steady, members, phases):
+    """Apply a memoized transient to live partition k: jump ``t_conv`` ns crediting each flow its
+    ``FF_MEMO`` bytes and, if the transient ended ``steady``, on at its converged ``FF_STEADY``
+    rate until the first flow reaches its tail (the caller has set both, and the flows' CC state
+    at the transient's end).  ``members[i]``'s CC timers (QP slots 0..2) are set to fire
+    ``phases[i, t]`` ns after the jump, or disarmed (-1); ``phases`` with no columns leaves them.
+    False, and nothing changed, if a flow would reach its tail inside the transient (the entry
+    does not apply), or if the whole jump would be shorter than ``CI_WH_MIN_JUMP``."""
+    ci, wp, ft, ff = cfg.ints, parts.table, flows.table, flows.rates
+    payload = ci[CI_PAYLOAD]
+    tail = ci[CI_WH_TAIL]
+    jump = NEVER
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        r = ff[f, FF_STEADY]
+        una = ft[f, FT_SND_UNA]
+        margin = (ft[f, FT_SND_NXT] - una) + 2 * payload + r * tail / 8e9
+        left = ft[f, FT_SIZE] - una - margin - ff[f, FF_MEMO]
+        if r <= 0.0 or left <= 0.0:
+            return False
+        j_f = t_conv + np.int64(left * 8e9 / r) if steady else t_conv
+        if j_f < jump:
+            jump = j_f
+        f = ft[f, FT_PNEXT]
+    cap = t_conv + ci[CI_WH_CAP]
+    if jump > cap:
+        jump = cap
+    if jump < ci[CI_WH_MIN_JUMP]:  # not worth the perturbation, as for a steady jump (fastforward.py)
+        return False
+    wp[k, WP_TCONV] = max(t_conv, 1)
+    now = state[ST_NOW]
+    for i in range(phases.shape[0]):
+        for t in range(phases.shape[1]):
+            s = qp_slot(cfg, members[i], t)
+            if phases[i, t] >= 0:  # parked by the jump below, shifted by it at thaw
+                q_set(events, s, now + phases[i, t], next_seq(state))
+            elif pending(events, s):
+                q_remove(events, s)
+    _jump(net, flows, events, cfg, state, parts, k, jump, ci[CI_WH_CAP])
+    state[ST_WH_MEMO_JUMPS] += 1
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _shift_packet(net, flows, k, i, shift):
+    """A packet held in a frozen partition: its flow's credited bytes move its sequence number,
+    and HPCC's INT timestamps move with the partition's clock."""
+    pk = net.packets
+    f = pk[i, PK_FLOW]
+    if f < 0 or flows.table[f, FT_PART] != k:
+        return
+    pk[i, PK_SEQ] += flows.table[f, FT_CREDIT]
+    if pk.shape[1] > PK_LEN:
+        for h in range(min(pk[i, PK_NHOP], MAXHOP)):
+            w = pk[i, PK_INT + h]
+            t = w & (INT_TIME_MOD - 1)
+            pk[i, PK_INT + h] = w - t + (t + shift) % INT_TIME_MOD
+
+
+@njit(cache=True, _nrt=False)
+def _credit(flows, cfg, state, parts, k, shift, hpcc):
+    """Credit each flow of partition k what it sent over the jump of ``shift`` ns (whole packets),
+    and shift its own clocks."""
+    ci, wp, ft, ff, fh = cfg.ints, parts.table, flows.table, flows.rates, flows.hops
+    payload = ci[CI_PAYLOAD]
+    t_conv = wp[k, WP_TCONV]  # a memoized transient: its bytes over t_conv, then the steady rate
+    wp[k, WP_TCONV] = 0
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        if t_conv > 0:
+            b = np.int64(ff[f, FF_MEMO] * min(shift, t_conv) / t_conv
+                         + ff[f, FF_STEADY] * max(shift - t_conv, 0) / 8e9) // payload * payload
+        else:
+            b = np.int64(ff[f, FF_STEADY] * shift / 8e9) // payload * payload
+        room = ft[f, FT_SIZE] - ft[f, FT_SND_NXT] - payload
+        if b > room:
+            b = room if room > 0 else 0
+        ft[f, FT_CREDIT] = b
+        ft[f, FT_SKIPPED] += b
+        for col in (FT_SND_NXT, FT_SND_UNA, FT_RX_EXPECTED, FT_BYTES_RX, FT_RX_LAST_NACK):
+            ft[f, col] += b
+        if ft[f, FT_LAST_UPD] > 0:
+            ft[f, FT_LAST_UPD] += b
+        if ft[f, FT_HIGH_SEQ] > 0:
+            ft[f, FT_HIGH_SEQ] += b
+        ft[f, FT_PKTS_SENT] += b // payload
+        ft[f, FT_NEXT_AVAIL] += shift
+        if ft[f, FT_RX_NACK_TIMER] >= wp[k, WP_T0]:
+            ft[f, FT_RX_NACK_TIMER] += shift
+        if hpcc:
+            for j in range(MAXHOP):
+                w = fh[f, FH_INT + j]
+                t = w & (INT_TIME_MOD - 1)
+                fh[f, FH_INT + j] = w - t + (t + shift) % INT_TIME_MOD
+        # every packet of the flow crosses each port of its two paths once
+        state[ST_WH_EV_SKIPPED] += (b // payload) * 2 * (ports_end(flows, f) - ft[f, FT_DPATH])
+        ft[f, FT_NSAMP] = 0  # its last sample predates the jump: the next one is a base point
+        f = ft[f, FT_PNEXT]
+
+
+@njit(cache=True, _nrt=False)
+def thaw(net, flows, events, cfg, state, parts, k):
+    """End partition k's jump now: credit its flows, shift its times, release its events."""
+    wp, ft = parts.table, flows.table
+    now = state[ST_NOW]
+    shift = now - wp[k, WP_T0]
+    n_flows = ft.shape[0]
+    if now < wp[k, WP_PLAN]:
+        state[ST_WH_SKIPBACK] += 1
+    q_remove(events, thaw_slot(cfg, n_flows, k))
+    hpcc = flows.hops.shape[0] == n_flows and net.packets.shape[1] > PK_LEN
+    _credit(flows, cfg, state, parts, k, shift, hpcc)
+    wp[k, WP_NSAMP] = 0
+    pk, ports = net.packets, net.ports
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        for q in range(NQ):
+            i = net.queues[p * NQ + q, QT_HEAD]
+            while i >= 0:
+                _shift_packet(net, flows, k, i, shift)
+                i = pk[i, PK_NEXT]
+        i = ports[p, PT_LN_HEAD]
+        while i >= 0:
+            _shift_packet(net, flows, k, i, shift)
+            pk[i, PK_ARRIVE] += shift
+            i = pk[i, PK_NEXT]
+        ports[p, PT_BUSY_UNTIL] += shift
+        ports[p, PT_FROZEN] = 0
+        _unpark(events, p, shift)
+        _unpark(events, arrive_slot(cfg, p), shift)
+        if ports[p, PT_IS_HOST] != 0:
+            _unpark(events, wake_slot(cfg, net.nodes[ports[p, PT_NODE], NT_HOST]), shift)
+        kick(net, state, p)
+        p = ports[p, PT_PNEXT]
+    f = wp[k, WP_FLOWS]
+    while f >= 0:
+        for t in range(T_TIMERS):
+            _unpark(events, qp_slot(cfg, f, t), shift)
+        f = ft[f, FT_PNEXT]
+    wp[k, WP_STATE] = LIVE
+    live_add(parts, state, k)
+    log(parts, cfg, state, ML_THAWED, k)
+    state[ST_WH_SKIPPED_NS] += shift
+    ensure_sampling(events, cfg, state, n_flows)

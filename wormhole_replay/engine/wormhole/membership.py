@@ -1,0 +1,120 @@
+"""Flows join and leave partitions.
+
+Every active network flow crosses a set of links: its data path, its ACK path, and the reverse
+direction of each (PFC frames travel against the data).  Flows that share a link are in one
+partition: the connected components of the flow-link graph, kept incrementally.  A starting flow
+thaws the frozen partitions it arrives on (skip-back), then opens a partition, joins one or merges
+several (``flow_started``); a finishing flow leaves its partition, which is split if it fell apart
+(``flow_finished``, a union-find over the partition's ports).  A host's NIC carries its flows'
+data and its incoming flows' ACKs, so every flow that touches a host is in that host's partition.
+"""
+
+from numba import njit
+
+from ..layout import (FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
+                      WP_NFLOWS, WP_PORTS, WP_STATE)
+from .jump import thaw
+from .partitions import (FROZEN, changed, ensure_sampling, flow_link, flow_unlink, merge, part_free, part_new,
+                         port_link, port_unlink, ports_end, transient)
+
+
+@njit(cache=True, _nrt=False)
+def flow_started(net, flows, events, cfg, state, parts, f):
+    """Network flow f is about to start: thaw the frozen partitions it arrives on (skip-back),
+    then join, merge or open a partition."""
+    wp, ports, paths = parts.table, net.ports, flows.paths
+    end = ports_end(flows, f)
+    into = -1
+    for j in range(flows.table[f, FT_DPATH], end):
+        for p in (paths[j], ports[paths[j], PT_PEER]):
+            k = ports[p, PT_PART]
+            if k < 0:
+                continue
+            if wp[k, WP_STATE] == FROZEN:
+                thaw(net, flows, events, cfg, state, parts, k)
+            if into < 0 or wp[k, WP_NFLOWS] > wp[into, WP_NFLOWS]:
+                into = k
+    if into < 0:
+        into = part_new(parts, state)
+    for j in range(flows.table[f, FT_DPATH], end):
+        for p in (paths[j], ports[paths[j], PT_PEER]):
+            k = ports[p, PT_PART]
+            if k >= 0 and k != into:
+                merge(parts, net, flows, state, into, k)
+    flow_link(parts, flows, into, f)
+    for j in range(flows.table[f, FT_DPATH], end):
+        for p in (paths[j], ports[paths[j], PT_PEER]):
+            if ports[p, PT_PART] < 0:
+                port_link(parts, net, into, p)
+            ports[p, PT_NUSE] += 1
+    changed(parts, cfg, state, into)
+    ensure_sampling(events, cfg, state, flows.table.shape[0])
+
+
+@njit(cache=True, _nrt=False)
+def _find(uf, x):
+    while uf[x] != x:
+        uf[x] = uf[uf[x]]
+        x = uf[x]
+    return x
+
+
+@njit(cache=True, _nrt=False)
+def flow_finished(net, flows, cfg, state, parts, f):
+    """Network flow f completed: leave its partition, which may split."""
+    wp, ft, ports, paths = parts.table, flows.table, net.ports, flows.paths
+    k = ft[f, FT_PART]
+    if k < 0:
+        return
+    flow_unlink(parts, flows, f)
+    end = ports_end(flows, f)
+    for j in range(ft[f, FT_DPATH], end):
+        for p in (paths[j], ports[paths[j], PT_PEER]):
+            ports[p, PT_NUSE] -= 1
+            if ports[p, PT_NUSE] == 0:
+                port_unlink(parts, net, p)
+    if wp[k, WP_NFLOWS] == 0:
+        part_free(parts, state, k)
+        return
+    changed(parts, cfg, state, k)
+    # union-find over the remaining flows' ports, one root per component
+    n_ports = ports.shape[0]
+    uf = parts.scratch_ints[:n_ports]
+    part_of_root = parts.scratch_ints[n_ports:2 * n_ports]
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        uf[p] = p
+        part_of_root[p] = -1
+        p = ports[p, PT_PNEXT]
+    g = wp[k, WP_FLOWS]
+    while g >= 0:
+        r0 = _find(uf, paths[ft[g, FT_DPATH]])
+        for j in range(ft[g, FT_DPATH], ports_end(flows, g)):
+            for p in (paths[j], ports[paths[j], PT_PEER]):
+                r = _find(uf, p)
+                if r != r0:
+                    uf[r] = r0
+        g = ft[g, FT_PNEXT]
+    first = _find(uf, paths[ft[wp[k, WP_FLOWS], FT_DPATH]])
+    part_of_root[first] = k
+    # move the flows and ports of every other component into a partition of its own
+    g = wp[k, WP_FLOWS]
+    while g >= 0:
+        nx = ft[g, FT_PNEXT]
+        r = _find(uf, paths[ft[g, FT_DPATH]])
+        if part_of_root[r] < 0:
+            part_of_root[r] = part_new(parts, state)
+            transient(parts, cfg, state, part_of_root[r])
+            state[ST_WH_SPLITS] += 1
+        if part_of_root[r] != k:
+            flow_unlink(parts, flows, g)
+            flow_link(parts, flows, part_of_root[r], g)
+        g = nx
+    p = wp[k, WP_PORTS]
+    while p >= 0:
+        nx = ports[p, PT_PNEXT]
+        r = _find(uf, p)
+        if part_of_root[r] != k:
+            port_unlink(parts, net, p)
+            port_link(parts, net, part_of_root[r], p)
+        p = nx
