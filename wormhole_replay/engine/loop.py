@@ -37,7 +37,7 @@ from .wormhole.membership import flow_finished, flow_started
 from .wormhole.steadiness import sample
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _transmit(net, flows, events, cfg, state, p):
     """Port p is ready to send: its NIC or switch picks what."""
     if net.ports[p, PT_IS_HOST] != 0:
@@ -66,7 +66,7 @@ def _drain_kicks(net, flows, events, cfg, state):
         _transmit(net, flows, events, cfg, state, p)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _deliver(net, flows, events, cfg, state, parts, lp):
     """The head packet on the link out of port ``lp`` arrives at the port at the other end: lost
     (a link error rate), a PFC frame, a packet for a switch, or data / an ACK for a host."""
@@ -90,7 +90,7 @@ def _deliver(net, flows, events, cfg, state, parts, lp):
             flow_finished(net, flows, cfg, state, parts, f)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _qp_event(net, flows, events, cfg, state, parts, f, timer):
     """One of flow f's slots fired: its start, its retransmission timer, or a CC timer."""
     if timer == T_START:

@@ -21,7 +21,7 @@ from ..layout import (CF_MIN_RATE, CF_RATE_AI, CF_U_TARGET, CI_FAST_REACT, CI_IN
 from ..nic import change_rate
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def on_ack(net, flows, events, cfg, state, f, i):
     """An ACK of flow f: a full update once per RTT, a fast reaction otherwise (``FAST_REACT``)."""
     if net.packets[i, PK_SEQ] > flows.table[f, FT_LAST_UPD]:
