@@ -111,20 +111,39 @@ def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet | N
 
 def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
     """Simulate a prepared run (no outputs written; in wormhole mode with ``run.memo_db`` the memo
-    database is read before and written after)."""
+    database is read before and written after); ``progress`` shows a bar of the bytes still to
+    deliver (``observe/progress.py``) on stderr."""
+    if not progress:
+        return _execute(run, on_slice)
+    from .observe.progress import ByteProgress
+
+    bar = ByteProgress(run.flows)
+
+    def each_slice(state):
+        bar(state)
+        if on_slice is not None:
+            on_slice(state)
+
+    try:
+        return _execute(run, each_slice)
+    finally:
+        bar.close()
+
+
+def _execute(run: Run, on_slice) -> Result:
     if run.fast_forward is None or run.memo_db is None:
         journal = None
         if run.fast_forward is not None and run.journal:
             from .memo.session import journal_only
 
             journal = journal_only
-        return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
+        return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
                          on_slice=on_slice, fast_forward=run.fast_forward, memo=journal)
     from .memo.memoize import Memoizer
 
     memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes, spot_check=run.memo_spot_check)
     try:
-        result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes, progress=progress,
+        result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
                            on_slice=on_slice, fast_forward=run.fast_forward, memo=memo.session_for(run.topo, run.cfg))
         result.counters["wormhole"].update(memo.finish(result.counters, run.source_digest))
     finally:

@@ -17,6 +17,7 @@ from .errors import InputError
 from .files import sha256_file
 from .files import write_atomic as _write_atomic
 from .audit import command as _audit
+from .observe import command as _report
 from .memo import commands as _memo
 from .options import add_mode_options, add_port_option, fast_forward_from_args, memo_db_from_args
 
@@ -38,6 +39,37 @@ def _write_text(path: Path, text: str) -> None:
             f.write(text)
 
     _write_atomic(path, w)
+
+
+def _write_outputs(outputs: dict, tables: dict, where) -> None:
+    """Write each of ``tables`` (a DataFrame, text or a JSON-able dict) to ``outputs[name]``,
+    atomically, by its suffix (``.parquet``, ``.csv``, ``.json``, text otherwise)."""
+    def one(path: Path, obj):
+        if path.suffix == ".parquet":
+            _write_atomic(path, lambda tmp: obj.to_parquet(tmp, index=False))
+        elif path.suffix == ".csv":
+            _write_atomic(path, lambda tmp: obj.to_csv(tmp, index=False))
+        elif path.suffix == ".json":
+            _write_text(path, json.dumps(obj, indent=1) + "\n")
+        else:
+            _write_text(path, obj)
+
+    try:
+        for name, obj in tables.items():
+            one(Path(outputs[name]), obj)
+    except OSError as e:
+        raise InputError(f"cannot write outputs to {where}: {e.strerror}") from None
+
+
+def _finish_run(args, out_dir: Path, outputs: dict, summary: dict, inputs: dict) -> None:
+    """``summary.json`` (the summary and the run's inputs) and, with ``--report``, ``report.html``."""
+    outputs["summary"] = out_dir / "summary.json"
+    if args.report:
+        outputs["report"] = out_dir / "report.html"
+    summary["outputs"] = {k: str(v) for k, v in outputs.items()}
+    _write_outputs(outputs, {"summary": {**summary, "inputs": inputs}}, out_dir)
+    if args.report:
+        _report.write_report(out_dir, outputs["report"])
 
 
 def _mode_summary(c: dict) -> dict:
@@ -70,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="output folder (default: FCT_OUTPUT_FILE's place for a config, ./out otherwise)")
     s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    _report.add_report_option(s)
     add_mode_options(s)
 
     g = sub.add_parser("gen", help="generate a synthetic training trace (GPT or MoE)")
@@ -115,11 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out", help="output folder (default ./out)")
     r.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _report.add_report_option(r)
     add_port_option(r)
     add_mode_options(r)
 
     _memo.add_parser(sub, _Parser)
     _audit.add_parser(sub, _Parser)
+    _report.add_parser(sub, _Parser)
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -148,13 +183,16 @@ def cmd_simulate(args) -> int:
 
     from .engine.simulate import format_fct, format_pfc
 
+    from .observe.pfc import pausable_queues, pfc_intervals
+    from .topology.tiers import ports_table
+
     out = run.outputs
-    try:
-        _write_text(out["fct"], format_fct(result.flows))
-        _write_text(out["pfc"], format_pfc(result.pfc))
-        _write_atomic(out["flows"], lambda tmp: result.flows.to_parquet(tmp, index=False))
-    except OSError as e:
-        raise InputError(f"cannot write outputs to {out['fct'].parent}: {e.strerror}") from None
+    out_dir = out["flows"].parent
+    out["pfc_intervals"] = out["pfc"].with_name("pfc_intervals.parquet")
+    out["ports"] = out_dir / "ports.csv"
+    queues = pausable_queues(run.flows.pg[~run.flows.is_virtual], run.cfg.ack_high_prio)
+    _write_outputs(out, {"fct": format_fct(result.flows), "pfc": format_pfc(result.pfc), "flows": result.flows,
+                         "pfc_intervals": pfc_intervals(result.pfc, queues), "ports": ports_table(run.topo)}, out_dir)
     c = result.counters
     summary = {
         **_mode_summary(c),
@@ -169,8 +207,9 @@ def cmd_simulate(args) -> int:
         "pfc_pauses": c["pfc_pauses"],
         "ecn_marks": c["ecn_marks"],
         "timeouts": c["timeouts"],
-        "outputs": {k: str(v) for k, v in out.items()},
     }
+    _finish_run(args, out_dir, out, summary, {"command": "simulate", "config": args.config, "topology": args.topology,
+                                              "flows": args.flows, "cc": run.cfg.cc_name})
     if args.json:
         print(json.dumps(summary))
     else:
@@ -252,8 +291,14 @@ def cmd_import(args) -> int:
     return 0
 
 
+REPLAY_OUTPUTS = {"flows": "flows.parquet", "collectives": "collectives.csv", "iterations": "iterations.csv",
+                  "breakdown": "iteration_breakdown.csv", "layers": "layer_breakdown.csv", "fct": "fct.txt",
+                  "pfc": "pfc.txt", "pfc_intervals": "pfc_intervals.parquet", "deps": "deps.parquet",
+                  "ports": "ports.csv"}
+
+
 def cmd_replay(args) -> int:
-    from .engine.simulate import format_fct
+    from .engine.simulate import format_fct, format_pfc
     from .replay import replay
 
     from .topology.units import parse_rate_bps, parse_time_ns
@@ -268,15 +313,11 @@ def cmd_replay(args) -> int:
     res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
                  memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports)
-    paths = {"flows": out / "flows.parquet", "collectives": out / "collectives.csv",
-             "iterations": out / "iterations.csv", "fct": out / "fct.txt"}
-    try:
-        _write_atomic(paths["flows"], lambda tmp: res.flows.to_parquet(tmp, index=False))
-        _write_atomic(paths["collectives"], lambda tmp: res.collectives.to_csv(tmp, index=False))
-        _write_atomic(paths["iterations"], lambda tmp: res.iterations.to_csv(tmp, index=False))
-        _write_text(paths["fct"], format_fct(res.flows))
-    except OSError as e:
-        raise InputError(f"cannot write outputs to {out}: {e.strerror}") from None
+    tables = {"flows": res.flows, "collectives": res.collectives, "iterations": res.iterations,
+              "breakdown": res.breakdown, "layers": res.layers, "fct": format_fct(res.flows),
+              "pfc": format_pfc(res.pfc), "pfc_intervals": res.pfc_intervals, "deps": res.deps, "ports": res.ports}
+    paths = {name: out / file for name, file in REPLAY_OUTPUTS.items()}
+    _write_outputs(paths, tables, out)
     c = res.counters
     summary = {
         **_mode_summary(c),
@@ -295,8 +336,9 @@ def cmd_replay(args) -> int:
                 if "memo_hits" in res.iterations else {})}
             for r in res.iterations.itertuples()
         ],
-        "outputs": {k: str(v) for k, v in paths.items()},
     }
+    _finish_run(args, out, paths, summary, {"command": "replay", "trace": args.trace, "topology": args.topology,
+                                            "cc": args.cc, "iterations": args.iterations, "config": args.overrides})
     if args.json:
         print(json.dumps(summary))
     else:
@@ -315,7 +357,8 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run}.get(args.command, cmd_simulate)(args)
+        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
+                "report": _report.run}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

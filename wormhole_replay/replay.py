@@ -13,6 +13,10 @@ from .api import execute, fast_forward_for, prepare_direct_run
 from .engine.fastforward import FastForward
 from .errors import InputError
 from .files import sha256_file
+from .observe.breakdown import add_bandwidths, iteration_breakdown, layer_breakdown
+from .observe.critical import deps_table
+from .observe.pfc import pausable_queues, pfc_intervals
+from .topology.tiers import ports_table
 from .workload.expand import trace_to_flows
 from .workload.ports import PORT_MODELS
 from .workload.trace import Trace, load_trace
@@ -21,16 +25,26 @@ from .workload.trace import Trace, load_trace
 @dataclass
 class ReplayResult:
     """``flows``: the engine's flows table joined with the op each flow serves (``op_id, unit,
-    kind, name, coll, iteration, rank``).  ``collectives``: one row per collective instance or
-    point-to-point transfer (``unit, name, coll, iteration, start_ns, end_ns, duration_ns,
-    flows``).  ``iterations``: ``index, start_ns, end_ns, duration_ns, wall_seconds`` (and with a
-    memo ``memo_hits, memo_lookups``: transients taken from the memo, and looked up)."""
+    kind, name, coll, iteration, rank, dst_rank``).  ``collectives``: one row per collective
+    instance or point-to-point transfer (``unit, kind, name, coll, iteration, op_id, start_ns,
+    end_ns, flows, duration_ns, ranks, size_bytes, algbw_GBps, busbw_GBps``: ``observe/breakdown.py``
+    says which size).  ``iterations``: ``index, start_ns, end_ns, duration_ns, wall_seconds`` (and
+    with a memo ``memo_hits, memo_lookups``: transients taken from the memo, and looked up).
+    ``breakdown``: per iteration and rank, compute, communication, exposed communication and idle
+    time; ``layers``: the same per op name; ``deps``: the flows' dependency edges (``flow_id,
+    dep``); ``ports``: the topology's egress ports and tiers; ``pfc_intervals``: PFC pauses as
+    intervals (``observe/pfc.py``)."""
 
     flows: pd.DataFrame
     collectives: pd.DataFrame
     iterations: pd.DataFrame
     counters: dict = field(default_factory=dict)
     pfc: pd.DataFrame | None = None
+    breakdown: pd.DataFrame | None = None
+    layers: pd.DataFrame | None = None
+    deps: pd.DataFrame | None = None
+    ports: pd.DataFrame | None = None
+    pfc_intervals: pd.DataFrame | None = None
     memo_hits: pd.DataFrame | None = None  # wormhole with a memo: time_ns, digest, steady, t_conv_ns, flows
     jumps: pd.DataFrame | None = None  # ... every fast-forward: partition, start_ns, end_ns, kind, flows
     spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
@@ -92,10 +106,12 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     result = execute(run, progress=progress, on_slice=on_slice)
     f = result.flows.merge(info, on="flow_id")
     coll = (f[f["kind"] != "compute"].groupby("unit")  # collectives and p2p, intra-server copies included
-            .agg(name=("name", "first"), coll=("coll", "first"), iteration=("iteration", "first"),
+            .agg(kind=("kind", "first"), name=("name", "first"), coll=("coll", "first"),
+                 iteration=("iteration", "first"), op_id=("op_id", "first"),
                  start_ns=("start_ns", "min"), end_ns=("received_ns", "max"), flows=("flow_id", "count"))
             .reset_index())
     coll["duration_ns"] = coll["end_ns"] - coll["start_ns"]
+    coll = add_bandwidths(coll, trace.ops, trace.meta.get("groups", {}))
     it = (f.groupby("iteration").agg(start_ns=("start_ns", "min"), end_ns=("received_ns", "max")).reset_index()
           .rename(columns={"iteration": "index"}))
     it["duration_ns"] = it["end_ns"] - it["start_ns"]
@@ -105,4 +121,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
         for col, fl in (("memo_hits", result.memo.hit_flows), ("memo_lookups", result.memo.looked_flows)):
             it[col] = np.bincount(iteration_of[np.array(fl, np.int64)], minlength=n_iter)[it["index"].to_numpy()]
     journal = result.memo.tables() if result.memo is not None else {}
-    return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc, **journal)
+    queues = pausable_queues(flows.pg[~flows.is_virtual], run.cfg.ack_high_prio)
+    return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc,
+                        breakdown=iteration_breakdown(f, it), layers=layer_breakdown(f), deps=deps_table(flows),
+                        ports=ports_table(run.topo), pfc_intervals=pfc_intervals(result.pfc, queues), **journal)

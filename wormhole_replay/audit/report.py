@@ -8,13 +8,18 @@ of fast-forwarded and simulated periods per partition, and, with spot checks, th
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-
 import numpy as np
 import pandas as pd
 
+from ..htmlpage import esc as _e
+from ..htmlpage import figure as _figure
+from ..htmlpage import figure_html as _figure_html
+from ..htmlpage import message as _message
+from ..htmlpage import num as _num
+from ..htmlpage import page
+from ..htmlpage import png as _png
+from ..htmlpage import table as _table
+from ..htmlpage import us as _us
 from .compare import DRAW_DELAYS_NS, delay_text, delays, draw_column, pct
 
 SIDE_COLORS = {"full": "#4c72b0", "wormhole": "#dd8452", "perturbed": "#8c8c8c"}
@@ -24,27 +29,6 @@ COLLECTIVE_BARS = 20  # collective names drawn at most (those with the most full
 
 
 # --- plots -----------------------------------------------------------------------------------------
-
-def _figure(w: float = 7.5, h: float = 4.2):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(w, h), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _message(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, wrap=True, color="#555")
-    ax.set_xticks([])
-    ax.set_yticks([])
-
 
 NOISE_DASHES = ("--", (0, (8, 3)), (0, (3, 2)), "-.")  # one per noise-floor draw (dotted: thresholds)
 
@@ -261,50 +245,6 @@ def plot_spot_checks(spot: pd.DataFrame) -> str:
 
 # --- HTML ------------------------------------------------------------------------------------------
 
-CSS = """
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
-       color: #222; line-height: 1.45; padding: 0 1em; }
-h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 1.8em; }
-table { border-collapse: collapse; margin: .6em 0; font-size: .88em; }
-th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
-th { background: #f4f4f4; } td.l, th.l { text-align: left; }
-code { font-size: .9em; word-break: break-all; }
-.verdict { padding: .7em 1em; border-radius: 4px; margin: .6em 0; }
-.pass { background: #e8f5e9; border-left: 5px solid #2e7d32; }
-.fail { background: #fdecea; border-left: 5px solid #c62828; }
-.info { background: #eef3fb; border-left: 5px solid #4c72b0; }
-figure { margin: 1em 0; } figcaption { font-size: .85em; color: #555; max-width: 900px; }
-img { max-width: 100%; }
-.small { font-size: .85em; color: #555; }
-"""
-
-
-def _e(x) -> str:
-    return html.escape("" if x is None else str(x))
-
-
-def _num(x, digits: int = 0) -> str:
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
-        return "n/a"
-    return f"{x:,.{digits}f}"
-
-
-def _us(ns) -> str:
-    return "n/a" if ns is None or (isinstance(ns, float) and not np.isfinite(ns)) else f"{ns / 1e3:,.2f}"
-
-
-def _table(header: list, rows: list, left=()) -> str:
-    """An HTML table; cells are already-escaped HTML; ``left`` are column indexes aligned left."""
-    h = "".join(f'<th class="{"l" if i in left else ""}">{c}</th>' for i, c in enumerate(header))
-    body = "".join("<tr>" + "".join(f'<td class="{"l" if i in left else ""}">{c}</td>' for i, c in enumerate(r)) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _figure_html(ident: str, png: str, alt: str, caption: str) -> str:
-    return (f'<figure><img id="{ident}" alt="{_e(alt)}" src="data:image/png;base64,{png}">'
-            f"<figcaption>{caption}</figcaption></figure>")
-
 
 def _verdicts(audit: dict) -> str:
     out = []
@@ -519,10 +459,6 @@ def render(audit: dict, tables: dict) -> str:
     notes = "".join(f"<li>{_e(n)}</li>" for n in audit.get("notes") or [])
     i = audit["inputs"]
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>wormhole-replay audit: {_e(i['trace'])}</title>",
-        f"<style>{CSS}</style></head><body>",
         "<h1>Audit: accelerated vs full simulation</h1>",
         f'<p class="small"><code>{_e(i["trace"])}</code> on <code>{_e(i["topology"])}</code>, {_e(i["cc"])}, '
         f"{_e(i['iterations'])} iteration(s)</p>",
@@ -548,5 +484,5 @@ def render(audit: dict, tables: dict) -> str:
         parts += ["<h2>Notes</h2>", f"<ul>{notes}</ul>"]
     parts += ['<p class="small">Tables beside this file: <code>flows.parquet</code> (per flow: fct_full, fct_wormhole, '
               "error, ...), <code>collectives.csv</code>, <code>iterations.csv</code>, <code>audit.json</code>; the "
-              "full run in <code>full/</code> (reuse it with <code>--baseline</code>).</p>", "</body></html>"]
-    return "\n".join(parts)
+              "full run in <code>full/</code> (reuse it with <code>--baseline</code>).</p>"]
+    return page(f"wormhole-replay audit: {i['trace']}", parts)

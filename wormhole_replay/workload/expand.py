@@ -46,7 +46,8 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
     last one) on ``topo``; ``ports`` is the source-port model (``workload.ports``).
 
     Returns the :class:`FlowSet` and a table, one row per flow: ``flow_id, op_id, unit, kind,
-    name, coll, iteration, rank``.
+    name, coll, iteration, rank, dst_rank`` (``rank`` sends, ``dst_rank`` receives; both are the
+    op's rank for a compute op).
     """
     if iterations is not None:
         if iterations < 1:
@@ -157,7 +158,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
 
     # --- expand -------------------------------------------------------------------------------
     block = C.FlowBlock()
-    info = []  # (op_id, unit, kind, name, coll, iteration, rank) per flow
+    info = []  # (op_id, unit, kind, name, coll, iteration, rank, dst_rank) per flow
     exits = {}  # op id -> flow ids that finish it
 
     def after(op_id):
@@ -169,7 +170,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
         connections.append(connection)
         same_server = server_of_rank[ra] == server_of_rank[rb]
         durations.append(int(np.ceil(size * 8e9 / intra_bw)) + intra_lat if same_server else -1)
-        info.append(meta_row + (int(ra),))
+        info.append(meta_row + (int(ra), int(rb)))
         return f
 
     durations = []
@@ -183,7 +184,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
             f = block.add(node, node, 0, after(first.op_id))
             connections.append(None)
             durations.append(int(first.duration_ns))
-            info.append(meta_row + (int(first.rank),))
+            info.append(meta_row + (int(first.rank), int(first.rank)))
             exits[int(first.op_id)] = [f]
         elif kind == "p2p":
             s_op, r_op = members
@@ -228,7 +229,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
                     f = block.add(node, node, 0, before[p])
                     connections.append(None)
                     durations.append(0)
-                    info.append(meta_row + (ranks[p],))
+                    info.append(meta_row + (ranks[p], ranks[p]))
                     exits[m] = [f]
                 elif first.coll == "all_to_all" or first.algo == "tree":
                     exits[m] = last_in[p] + last_out[p]
@@ -236,7 +237,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
                     exits[m] = last_in[p][-1:] + last_out[p][-1:]
     sport = replay_source_ports(block.src, block.dst, connections, np.asarray(durations) >= 0, ports)
     fs = FlowSet.from_columns(block.src, block.dst, block.size, 0, deps=block.deps, duration_ns=durations, sport=sport)
-    table = pd.DataFrame(info, columns=["op_id", "unit", "kind", "name", "coll", "iteration", "rank"])
+    table = pd.DataFrame(info, columns=["op_id", "unit", "kind", "name", "coll", "iteration", "rank", "dst_rank"])
     table.insert(0, "flow_id", np.arange(len(table), dtype=np.int64))
     return fs, table
 
