@@ -288,6 +288,14 @@ def test_audit_writes_a_self_contained_report_and_consistent_tables(first_audit)
     assert meta["counters"]["events"] == audit["full"]["events"]
 
 
+def test_the_full_run_keeps_its_breakdown_and_bandwidths(first_audit):
+    out, _ = first_audit
+    b = pd.read_csv(out / "full" / "iteration_breakdown.csv")  # per rank, adding up to each iteration's time
+    assert len(b) and (b.compute_ns + b.exposed_communication_ns + b.idle_ns == b.iteration_ns).all()
+    assert (out / "full" / "layer_breakdown.csv").is_file()
+    assert {"algbw_GBps", "busbw_GBps"} <= set(pd.read_csv(out / "full" / "collectives.csv").columns)
+
+
 def test_baseline_is_reused_without_a_full_run(first_audit, small_trace, tmp_path):
     base, first = first_audit
     out = tmp_path / "a2"
@@ -305,6 +313,7 @@ def test_baseline_is_reused_without_a_full_run(first_audit, small_trace, tmp_pat
     # the new folder is itself a baseline: the full run copied with its identity
     assert json.loads((out / "full" / "baseline.json").read_text())["identity"] == \
         json.loads((base / "full" / "baseline.json").read_text())["identity"]
+    assert (out / "full" / "iteration_breakdown.csv").read_bytes() == (base / "full" / "iteration_breakdown.csv").read_bytes()
 
 
 def test_noise_floor_draws_are_saved_and_reused(first_audit, small_trace, tmp_path):

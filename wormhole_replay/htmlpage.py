@@ -29,12 +29,12 @@ img { max-width: 100%; }
 """
 
 
-def figure(w: float = 7.5, h: float = 4.2):
-    """A matplotlib figure on its own Agg canvas."""
+def figure(w: float = 7.5, h: float = 4.2, layout: str | None = "constrained"):
+    """A matplotlib figure on its own Agg canvas (``layout=None``: margins set by the caller)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(w, h), dpi=100, layout="constrained")
+    fig = Figure(figsize=(w, h), dpi=100, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 

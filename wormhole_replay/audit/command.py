@@ -224,7 +224,9 @@ def _read_tables(d: Path, where: str) -> dict:
         raise InputError(f"{where}: incomplete baseline ({Path(e.filename).name} is missing)") from None
     except (OSError, ValueError) as e:
         raise InputError(f"{where}: unreadable baseline table ({str(e).splitlines()[0][:120]})") from None
-    return {"flows": flows, "collectives": coll, "iterations": its}
+    extra = {k: pd.read_csv(d / f, keep_default_na=False) if (d / f).is_file() else None  # older baselines lack them
+             for k, f in (("breakdown", "iteration_breakdown.csv"), ("layers", "layer_breakdown.csv"))}
+    return {"flows": flows, "collectives": coll, "iterations": its, **extra}
 
 
 def _noise_dir(full: Path, draw: int) -> Path:
@@ -382,7 +384,7 @@ def _saved_run(tables: dict, counters: dict | None):
     from ..replay import ReplayResult
 
     return ReplayResult(flows=tables["flows"], collectives=tables["collectives"], iterations=tables["iterations"],
-                        counters=dict(counters or {}))
+                        counters=dict(counters or {}), breakdown=tables.get("breakdown"), layers=tables.get("layers"))
 
 
 def _with_draw(table, matched, key: str, value: str, draw: int):
@@ -527,6 +529,9 @@ def _write_run(d: Path, res, meta: dict | None) -> None:
     write_atomic(d / "flows.parquet", lambda tmp: res.flows.to_parquet(tmp, index=False))
     write_atomic(d / "collectives.csv", lambda tmp: res.collectives.to_csv(tmp, index=False))
     write_atomic(d / "iterations.csv", lambda tmp: res.iterations.to_csv(tmp, index=False))
+    for name, table in (("iteration_breakdown.csv", res.breakdown), ("layer_breakdown.csv", res.layers)):
+        if table is not None:  # a run kept from a baseline has none
+            write_atomic(d / name, lambda tmp, t=table: t.to_csv(tmp, index=False))
     if meta is not None:  # written last: a baseline.json names a complete folder
         _write_text(d / "baseline.json", json.dumps(meta, indent=1, default=str) + "\n")
 

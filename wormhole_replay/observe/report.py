@@ -362,10 +362,12 @@ def plot_slowdown(run: Run) -> str:
 
 # --- the network -----------------------------------------------------------------------------------
 
-def _time_axis(fig, left: float = 0.16) -> None:
-    """The same margins for every plot drawn on the run's time axis, so their axes line up."""
-    fig.set_layout_engine("none")
-    fig.subplots_adjust(left=left, right=0.97, top=0.93, bottom=0.12, hspace=0.35)
+def _time_figure(h: float):
+    """A figure for a plot on the run's time axis: the same width and margins for each, so that
+    their time axes line up on the page."""
+    fig = figure(9.5, h, layout=None)
+    fig.subplots_adjust(left=0.16, right=0.9, top=1 - 0.45 / h, bottom=0.55 / h, hspace=0.45)
+    return fig
 
 
 def hottest_links(run: Run) -> dict[str, pd.DataFrame]:
@@ -390,8 +392,7 @@ def plot_link_utilisation(run: Run) -> str:
         return png(fig)
     hot = hottest_links(run)
     end = run.end_ns
-    fig = figure(9.5, 1.2 + 1.9 * len(hot))
-    _time_axis(fig)
+    fig = _time_figure(1.2 + 1.9 * len(hot))
     axes = np.atleast_1d(fig.subplots(len(hot), 1, sharex=True))
     bins = np.linspace(0, end, min(HEAT_COLUMNS, max(int(run.links["time_ns"].nunique()), 1)) + 1)
     image = None
@@ -417,7 +418,8 @@ def plot_link_utilisation(run: Run) -> str:
                       "above: fast-forwarded)", fontsize=9)
     axes[-1].set_xlabel("simulated time (ms)")
     axes[-1].set_xlim(0, end / 1e6)
-    fig.colorbar(image, ax=list(axes), fraction=0.02, pad=0.01, label="utilisation")
+    bar = fig.add_axes((0.92, 0.55 / fig.get_figheight(), 0.015, 1 - 1.0 / fig.get_figheight()))
+    fig.colorbar(image, cax=bar, label="utilisation")
     return png(fig)
 
 
@@ -463,8 +465,7 @@ def plot_pfc(run: Run) -> str:
     p["span"] = p["stop"] - p["start_ns"]
     order = p.groupby(["node", "ifindex"])["span"].sum().sort_values(ascending=False, kind="stable")
     keys = list(order.index[:PFC_ROWS])
-    fig = figure(9.5, 1.4 + 0.16 * len(keys))
-    _time_axis(fig)
+    fig = _time_figure(1.4 + 0.16 * len(keys))
     ax = fig.subplots()
     tiers = _tiers(run, [k[0] for k in keys])
     for row, ((n, i), tier) in enumerate(zip(keys, tiers)):
