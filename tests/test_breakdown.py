@@ -59,6 +59,23 @@ def test_layer_breakdown_by_hand():
     assert (g.kind, g.ranks, g.communication_ns, g.exposed_communication_ns, g.exposed_communication_max_ns) == \
         ("coll", 2, 4000, 2500, 4000)
     assert t.loc["act", "exposed_communication_ns"] == 1000
+    later = hand_flows().assign(start_ns=lambda f: f.start_ns + 12345, received_ns=lambda f: f.received_ns + 12345)
+    assert layer_breakdown(later).equals(layer_breakdown(hand_flows()))  # only durations matter
+
+
+def test_breakdown_of_many_iterations_and_an_absent_rank():
+    # the same iteration twice, 1 ms apart, and a rank 2 with nothing to do: all idle
+    f = hand_flows()
+    g = f.assign(iteration=1, flow_id=f.flow_id + 10, start_ns=f.start_ns + 1_000_000,
+                 received_ns=f.received_ns + 1_000_000)
+    extra = f.iloc[[0]].assign(flow_id=99, rank=2, dst_rank=2, start_ns=0, received_ns=0)  # a zero-length op
+    its = pd.DataFrame({"index": [0, 1], "start_ns": [0, 1_000_000], "end_ns": [10000, 1_010_000]})
+    b = iteration_breakdown(pd.concat([f, g, extra]), its)
+    one = b[b.iteration == 1].drop(columns=["iteration", "start_ns", "end_ns"]).reset_index(drop=True)
+    zero = b[b.iteration == 0].drop(columns=["iteration", "start_ns", "end_ns"]).reset_index(drop=True)
+    assert one.equals(zero)
+    r2 = b[(b["rank"] == 2)]
+    assert (r2.idle_ns == 10000).all() and (r2.compute_ns == 0).all()
 
 
 def test_critical_path_follows_the_last_arriving_predecessor():

@@ -54,7 +54,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           ports: str = "connection") -> ReplayResult:
+           ports: str = "connection", on_slice=None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
@@ -63,7 +63,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
-    ``workload.ports``."""
+    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices."""
     digest = None
     if not isinstance(trace, Trace):
         path, trace = trace, load_trace(trace)
@@ -95,15 +95,17 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     done_wall = np.full(n_iter, np.nan)
     t0 = time.perf_counter()
 
-    def on_slice(state):  # wall-clock time at which each iteration's last flow was done
+    def each_slice(state):  # wall-clock time at which each iteration's last flow was done
         from .engine import layout as L
 
         finished = state.flows.table[:, L.FT_STATE] == 2
         for i in np.flatnonzero(np.isnan(done_wall)):
             if finished[iteration_of == i].all():
                 done_wall[i] = time.perf_counter() - t0
+        if on_slice is not None:
+            on_slice(state)
 
-    result = execute(run, progress=progress, on_slice=on_slice)
+    result = execute(run, progress=progress, on_slice=each_slice)
     f = result.flows.merge(info, on="flow_id")
     coll = (f[f["kind"] != "compute"].groupby("unit")  # collectives and p2p, intra-server copies included
             .agg(kind=("kind", "first"), name=("name", "first"), coll=("coll", "first"),

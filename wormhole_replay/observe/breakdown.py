@@ -107,13 +107,6 @@ def _timed(flows: pd.DataFrame) -> pd.DataFrame:
     return flows[(flows["start_ns"] >= 0) & (flows["received_ns"] >= flows["start_ns"])]
 
 
-def _segments(flows: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
-    """The union of the flows' ``[start_ns, received_ns)`` intervals (none for ``None``)."""
-    if flows is None:
-        return union([], [])
-    return union(flows["start_ns"], flows["received_ns"])
-
-
 def _rank_flows(flows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Compute flows by rank, and communication flows once per rank they touch (sender, receiver)."""
     f = _timed(flows)
@@ -124,28 +117,60 @@ def _rank_flows(flows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return compute, pd.concat([comm, recv], ignore_index=True)
 
 
+class _Groups:
+    """Unions of intervals for many groups at once: group g's times are shifted onto its own stretch
+    ``[g * width, (g + 1) * width)`` of one time line, so one sort serves every group and the
+    coverage of one group's segments by another's (same group id) is :func:`covered` on the line."""
+
+    def __init__(self, t0: int, t1: int, groups: int):
+        self.t0, self.width = t0, t1 - t0 + 1
+        if groups * self.width >= 2 ** 62:
+            raise ValueError(f"breakdown: {groups} groups over {self.width} ns overflow int64 time")
+
+    def union(self, gid, s, e) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per group, the union of ``[s, e)``: (group ids, shifted starts, shifted ends) of its segments."""
+        base = np.asarray(gid, dtype=np.int64) * self.width - self.t0
+        us, ue = union(np.asarray(s, dtype=np.int64) + base, np.asarray(e, dtype=np.int64) + base)
+        return us // self.width, us, ue
+
+    def move(self, gid, t) -> np.ndarray:
+        """Times ``t`` on the line (of any group) moved to group ``gid``'s stretch."""
+        return np.asarray(gid, dtype=np.int64) * self.width + np.asarray(t, dtype=np.int64) % self.width
+
+
+def _total(gid, s, e, groups: int) -> np.ndarray:
+    out = np.zeros(groups, dtype=np.int64)
+    np.add.at(out, gid, e - s)
+    return out
+
+
 def iteration_breakdown(flows: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
     """One row per iteration and rank (``BREAKDOWN_COLUMNS``, times in ns) from a replay's flows
     table (``kind, rank, dst_rank, iteration, start_ns, received_ns``) and iterations table."""
     compute, comm = _rank_flows(flows)
-    by_c = {k: g for k, g in compute.groupby(["iteration", "rank"])}
-    by_m = {k: g for k, g in comm.groupby(["iteration", "rank"])}
     ranks = np.unique(np.concatenate([flows["rank"].to_numpy(), flows.get("dst_rank", flows["rank"]).to_numpy()]))
-    rows = []
-    for it in iterations.itertuples(index=False):
-        for r in ranks:
-            c = by_c.get((it.index, r))
-            m = by_m.get((it.index, r))
-            cs, ce = _segments(c)
-            ms, me = _segments(m)
-            compute_ns = int((ce - cs).sum())
-            comm_ns = int((me - ms).sum())
-            overlap = int((covered(cs, ce, me) - covered(cs, ce, ms)).sum())
-            total = int(it.end_ns - it.start_ns)
-            exposed = comm_ns - overlap
-            rows.append((int(it.index), int(r), int(it.start_ns), int(it.end_ns), total, compute_ns, comm_ns, overlap,
-                         exposed, total - compute_ns - exposed))
-    return pd.DataFrame(rows, columns=BREAKDOWN_COLUMNS)
+    its = iterations["index"].to_numpy()
+    n = len(its) * len(ranks)
+    if not n:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    timed = pd.concat([compute, comm])
+    line = _Groups(int(timed["start_ns"].min()) if len(timed) else 0, int(timed["received_ns"].max()) if len(timed) else 0, n)
+
+    def gid(t):  # iteration-major, then rank
+        return np.searchsorted(its, t["iteration"].to_numpy()) * len(ranks) + np.searchsorted(ranks, t["rank"].to_numpy())
+
+    cg, cs, ce = line.union(gid(compute), compute["start_ns"], compute["received_ns"])
+    mg, ms, me = line.union(gid(comm), comm["start_ns"], comm["received_ns"])
+    compute_ns = _total(cg, cs, ce, n)
+    comm_ns = _total(mg, ms, me, n)
+    overlap = _total(mg, covered(cs, ce, ms), covered(cs, ce, me), n)  # each comm segment's part under compute
+    exposed = comm_ns - overlap
+    it = iterations.set_index("index").loc[np.repeat(its, len(ranks))]
+    total = (it["end_ns"] - it["start_ns"]).to_numpy(dtype=np.int64)
+    return pd.DataFrame({"iteration": np.repeat(its, len(ranks)), "rank": np.tile(ranks, len(its)),
+                         "start_ns": it["start_ns"].to_numpy(), "end_ns": it["end_ns"].to_numpy(), "iteration_ns": total,
+                         "compute_ns": compute_ns, "communication_ns": comm_ns, "overlapped_ns": overlap,
+                         "exposed_communication_ns": exposed, "idle_ns": total - compute_ns - exposed})[BREAKDOWN_COLUMNS]
 
 
 LAYER_COLUMNS = ["iteration", "name", "kind", "ranks", "compute_ns", "communication_ns", "exposed_communication_ns",
@@ -158,20 +183,26 @@ def layer_breakdown(flows: pd.DataFrame) -> pd.DataFrame:
     per rank in its compute ops, in its transfers, and in its transfers not hidden by that rank's
     compute (and the worst rank's), summed over the op's instances (microbatches)."""
     compute, comm = _rank_flows(flows)
-    by_c = {k: g for k, g in compute.groupby(["iteration", "rank"])}
-    rows = []
-    for (it, r), m in comm.groupby(["iteration", "rank"]):
-        cs, ce = _segments(by_c.get((it, r)))
-        for name, g in m.groupby("name"):
-            ms, me = _segments(g)
-            total = int((me - ms).sum())
-            hidden = int((covered(cs, ce, me) - covered(cs, ce, ms)).sum())
-            rows.append((it, name, g["kind"].iloc[0], r, 0, total, total - hidden))
-    for (it, r, name), c in compute.groupby(["iteration", "rank", "name"]):
-        cs, ce = _segments(c)
-        rows.append((it, name, "compute", r, int((ce - cs).sum()), 0, 0))
-    t = pd.DataFrame(rows, columns=["iteration", "name", "kind", "rank", "compute_ns", "communication_ns",
-                                    "exposed_communication_ns"])
+    both = pd.concat([compute, comm], ignore_index=True)
+    if not len(both):
+        return pd.DataFrame(columns=LAYER_COLUMNS)
+    rank_id = both.groupby(["iteration", "rank"], sort=True).ngroup().to_numpy()  # compute's rows come first
+    op_id = both.groupby(["iteration", "rank", "name", "kind"], sort=True).ngroup().to_numpy()
+    n_rank, n_op = int(rank_id.max()) + 1, int(op_id.max()) + 1
+    line = _Groups(int(both["start_ns"].min()), int(both["received_ns"].max()), max(n_rank, n_op))
+    c = len(compute)
+    # per rank: the union of its compute; per (rank, op name): the union of that op's intervals
+    _, cs, ce = line.union(rank_id[:c], compute["start_ns"], compute["received_ns"])
+    og, os_, oe = line.union(op_id, both["start_ns"], both["received_ns"])
+    ops = both.assign(op=op_id, rank_id=rank_id).drop_duplicates("op").set_index("op").loc[np.arange(n_op)]
+    busy = _total(og, os_, oe, n_op)
+    r = ops["rank_id"].to_numpy()[og]  # the rank of each op segment, to read that rank's compute
+    hidden = _total(og, covered(cs, ce, line.move(r, os_)), covered(cs, ce, line.move(r, oe)), n_op)
+    is_compute = (ops["kind"] == "compute").to_numpy()
+    t = pd.DataFrame({"iteration": ops["iteration"].to_numpy(), "name": ops["name"].to_numpy(),
+                      "kind": ops["kind"].to_numpy(), "rank": ops["rank"].to_numpy(),
+                      "compute_ns": np.where(is_compute, busy, 0), "communication_ns": np.where(is_compute, 0, busy),
+                      "exposed_communication_ns": np.where(is_compute, 0, busy - hidden)})
     if not len(t):
         return pd.DataFrame(columns=LAYER_COLUMNS)
     g = t.groupby(["iteration", "name", "kind"], sort=True)
