@@ -11,7 +11,8 @@ delivered, and afterwards compares with the time that was really left:
 * ``bytes``: ``observe.progress.Eta`` on the bytes delivered, shown only once stable.
 
 For each: the share of slices at which an estimate was shown, and its error |estimate - actual
-time left| as a fraction of the whole run, mean and max, over the slices where it was shown.
+time left| as a fraction of the whole run, mean and max over the slices where it was shown, and
+the mean in each quarter of the run.
 
     python tools/bench_progress.py [--mode full|wormhole] [--cc dcqcn|hpcc] [--layers N] [--only gpt|moe]
 """
@@ -62,15 +63,18 @@ def main() -> int:
     flows_est = np.array([r[0] * (1 - r[1]) / r[1] if r[1] > 0 else np.nan for r in rec])
     bytes_est = np.array([np.nan if r[3] is None else r[3] for r in rec])
     print(f"{a.only} {a.mode} {a.cc}: {total:.1f} s, {len(rec)} slices before the end")
-    print("| estimate | shown at | error mean | error max | error mean, last half of the run |")
+    quarter = np.minimum((np.array([r[0] for r in rec]) / total * 4).astype(int), 3)
+    print("| estimate | shown at | error mean | error max | mean error per quarter of the run |")
     print("|---|---|---|---|---|")
-    late = np.array([r[0] >= total / 2 for r in rec])
     for name, est in (("flows: elapsed x (1-f)/f", flows_est), ("bytes, once stable", bytes_est)):
         shown = np.isfinite(est)
         err = np.abs(est - left) / total
-        late_err = err[shown & late]
-        print(f"| {name} | {shown.mean():.0%} of slices | {np.mean(err[shown]):.1%} | {np.max(err[shown]):.1%} | "
-              f"{np.mean(late_err) if len(late_err) else float('nan'):.1%} |" if shown.any() else f"| {name} | never | | | |")
+        if not shown.any():
+            print(f"| {name} | never | | | |")
+            continue
+        per = " / ".join(f"{np.mean(err[shown & (quarter == q)]):.1%}" if (shown & (quarter == q)).any() else "-"
+                         for q in range(4))
+        print(f"| {name} | {shown.mean():.0%} of slices | {np.mean(err[shown]):.1%} | {np.max(err[shown]):.1%} | {per} |")
     return 0
 
 

@@ -158,6 +158,7 @@ def _rank_rows(flows: pd.DataFrame, path: list[int]) -> list[int]:
 def plot_timeline(run: Run, iteration: int | None, path: list[int]) -> str:
     """Each rank's compute (upper half of its row) and transfers by collective (lower half) in one
     iteration; the critical path in black, joined across ranks by dashed lines."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     fig = figure(9.5, 6.0)
@@ -207,8 +208,6 @@ def plot_timeline(run: Run, iteration: int | None, path: list[int]) -> str:
     handles = [Patch(color=COMPUTE_COLOR, label="compute")] + [Patch(color=COLL_COLORS[c], label=c) for c in colls]
     if (comm["kind"] == "p2p").any():
         handles.append(Patch(color=COLL_COLORS["p2p"], label="send/recv"))
-    from matplotlib.lines import Line2D
-
     handles.append(Line2D([], [], color="black", linewidth=2.2, label="critical path"))
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncols=min(len(handles), 6))
     ax.grid(True, axis="x", alpha=0.3)
@@ -501,7 +500,9 @@ def _summary(run: Run) -> str:
     s = run.summary
     f = run.flows
     virtual = f["virtual"].to_numpy(dtype=bool) if "virtual" in f else np.zeros(len(f), bool)
+    given = {k: v for k, v in (s.get("inputs") or {}).items() if v is not None and k != "command"}
     rows = [["run", "trace replay" if run.is_replay else "flow-level simulation"],
+            *([esc(k), f"<code>{esc(v)}</code>"] for k, v in given.items() if k != "cc"),
             ["mode", esc(s.get("mode", "?"))], ["congestion control", esc(s.get("cc", "?"))],
             ["simulated time (ms)", num(run.end_ns / 1e6, 3)],
             ["flows: network / virtual (compute, copies inside a server)", f"{int((~virtual).sum()):,} / {int(virtual.sum()):,}"],
@@ -548,7 +549,7 @@ def render(run: Run, iteration: int | None = None) -> str:
          "When each port was paused by PFC (from <code>pfc_intervals.parquet</code>, or <code>pfc.txt</code>), on the "
          "heat map's time axis."),
     ]
-    title = run.summary.get("trace") or str(run.path)
+    title = (run.summary.get("inputs") or {}).get("trace") or str(run.path)
     body = [f"<h1>Run report: {esc(run.path.name or run.path)}</h1>",
             f'<p class="small"><code>{esc(run.path)}</code></p>', _summary(run)]
     if run.is_replay:
