@@ -147,3 +147,11 @@ def test_replay_critical_path_is_a_dependency_chain(skewed):
     assert f.loc[path[0], "kind"] == "compute" and f.loc[path[-1], "name"] == "step"
     received = f.loc[path, "received_ns"].to_numpy()
     assert (np.diff(received) > 0).all()
+
+
+def test_repeated_iterations_get_bandwidths_and_breakdowns():
+    # iterations beyond the trace's own are copies with new op ids: their collectives still have a size
+    r = replay(skewed_trace(), "leaf-spine:hosts=4,leaves=1,spines=0", "dcqcn", iterations=2, mode="full")
+    assert r.collectives["iteration"].tolist() == [0, 1]
+    assert (r.collectives["size_bytes"] == 1_000_000).all() and r.collectives["busbw_GBps"].notna().all()
+    assert sorted(set(r.breakdown["iteration"])) == [0, 1]

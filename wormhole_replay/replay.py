@@ -19,7 +19,7 @@ from .observe.pfc import pausable_queues, pfc_intervals
 from .topology.tiers import ports_table
 from .workload.expand import trace_to_flows
 from .workload.ports import PORT_MODELS
-from .workload.trace import Trace, load_trace
+from .workload.trace import Trace, load_trace, repeat_iterations
 
 
 @dataclass
@@ -88,6 +88,8 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     run.source_digest = digest
     if ports not in PORT_MODELS:
         raise InputError(f"unknown port model {ports!r} (choose {' or '.join(PORT_MODELS)})")
+    if iterations is not None:  # beyond the trace's own, its last iteration repeats (new op ids)
+        trace = repeat_iterations(trace, iterations)
     flows, info = trace_to_flows(trace, run.topo, iterations, ports)
     run.flows = flows
     n_iter = int(info["iteration"].max()) + 1 if len(info) else 0
