@@ -25,20 +25,27 @@ def deps_table(flows) -> pd.DataFrame:
 def critical_path(flows: pd.DataFrame, deps: pd.DataFrame, iteration: int | None = None) -> list[int]:
     """Flow ids of the critical path, first to last (``flows``: ``flow_id, received_ns`` and, to
     restrict it to one iteration, ``iteration``); empty when no flow arrived."""
-    received = pd.Series(flows["received_ns"].to_numpy(), index=flows["flow_id"].to_numpy())
-    inside = flows if iteration is None else flows[flows["iteration"] == iteration]
-    inside = inside[inside["received_ns"] >= 0]
-    if not len(inside):
+    ids = flows["flow_id"].to_numpy(dtype=np.int64)
+    if not len(ids):
         return []
-    members = set(inside["flow_id"].tolist())
-    d = deps.sort_values(["flow_id", "dep"], kind="stable")
-    preds = {k: g.to_numpy() for k, g in d.groupby("flow_id")["dep"]}
-    last = inside.sort_values(["received_ns", "flow_id"], ascending=[False, True], kind="stable")["flow_id"].iloc[0]
+    n = int(ids.max()) + 1
+    received = np.full(n, -1, dtype=np.int64)
+    received[ids] = flows["received_ns"].to_numpy(dtype=np.int64)
+    member = np.zeros(n, dtype=bool)
+    member[ids if iteration is None else ids[flows["iteration"].to_numpy() == iteration]] = True
+    member &= received >= 0
+    if not member.any():
+        return []
+    d = deps[(deps["flow_id"] < n) & (deps["dep"] < n)].sort_values(["flow_id", "dep"], kind="stable")
+    succ, pred = d["flow_id"].to_numpy(dtype=np.int64), d["dep"].to_numpy(dtype=np.int64)
+    ptr = np.searchsorted(succ, np.arange(n + 1))  # preds of f: pred[ptr[f]:ptr[f + 1]]
+    inside = np.flatnonzero(member)
+    last = inside[received[inside] == received[inside].max()].min()
     path = [int(last)]
     while True:
-        cand = [p for p in preds.get(path[-1], ()) if p in members and received[p] >= 0]
-        if not cand:
+        cand = pred[ptr[path[-1]]:ptr[path[-1] + 1]]
+        cand = cand[member[cand]]
+        if not len(cand):
             break
-        times = received[cand].to_numpy()
-        path.append(int(np.asarray(cand)[times == times.max()].min()))
+        path.append(int(cand[received[cand] == received[cand].max()].min()))
     return path[::-1]
