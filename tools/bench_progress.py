@@ -14,7 +14,7 @@ For each: the share of slices at which an estimate was shown, and its error |est
 time left| as a fraction of the whole run, mean and max over the slices where it was shown, and
 the mean in each quarter of the run.
 
-    python tools/bench_progress.py [--mode full|wormhole] [--cc dcqcn|hpcc] [--layers N] [--only gpt|moe]
+    python tools/bench_progress.py [--mode full|wormhole] [--cc dcqcn|hpcc] [--layers N] [--only gpt|moe] [--save CSV]
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def main() -> int:
     p.add_argument("--cc", choices=["dcqcn", "hpcc"], default="dcqcn")
     p.add_argument("--only", choices=["gpt", "moe"], default="gpt")
     p.add_argument("--layers", type=int, help="cut the model to N layers (a quicker run)")
+    p.add_argument("--save", metavar="CSV", help="also write each slice's elapsed time, flows and bytes fractions")
     a = p.parse_args()
     trace = workload(a.only, a.layers)
     flows, _ = trace_to_flows(trace, build_topology(TOPOLOGY))
@@ -58,6 +59,10 @@ def main() -> int:
 
     replay(trace, TOPOLOGY, a.cc, mode=a.mode, on_slice=record)
     total = time.perf_counter() - t0
+    if a.save:
+        import pandas as pd
+
+        pd.DataFrame(records, columns=["elapsed_s", "flows", "bytes", "eta_s"]).assign(total_s=total).to_csv(a.save, index=False)
     rec = [r for r in records if r[1] < 1.0]  # before the end
     left = np.array([total - r[0] for r in rec])
     flows_est = np.array([r[0] * (1 - r[1]) / r[1] if r[1] > 0 else np.nan for r in rec])
