@@ -53,7 +53,7 @@ def main() -> int:
 
     def record(state):
         elapsed = time.perf_counter() - t0
-        f_flows = float((state.ft[:, L.FT_STATE] == 2).sum()) / len(flows)
+        f_flows = float((state.flows.table[:, L.FT_STATE] == 2).sum()) / len(flows)
         f_bytes = counter.done(state) / counter.total
         records.append((elapsed, f_flows, f_bytes, eta.update(elapsed, f_bytes)))
 

@@ -6,7 +6,7 @@ the frames) was paused: ``node, ifindex, queue, start_ns, end_ns``, ``end_ns`` -
 paused when the run ended.
 
 ``pfc.txt`` does not say which queue a frame paused (the reference's format; the engine logs what
-the reference logs, ``engine/core.py: _pfc_received``). A switch pauses an ingress queue of its
+the reference logs, ``engine/pfc.py: pfc_received``). A switch pauses an ingress queue of its
 own (never queue 0), and it pauses and resumes each (port, queue) strictly alternately, so:
 
 * when the run has one pausable queue (every data flow in one priority group and the ACKs either

@@ -74,7 +74,7 @@ class ByteProgress:
 
     def done(self, state) -> int:
         """Bytes delivered so far (or flows finished, without network flows)."""
-        ft = state.ft
+        ft = state.flows.table
         if self.by_bytes:
             return int(np.minimum(ft[self.network, self._rx], self.size).sum())
         return int((ft[:, self._state] == 2).sum())
@@ -96,7 +96,7 @@ class ByteProgress:
             self.bar = tqdm(total=self.total, initial=done, desc="simulate", leave=False, dynamic_ncols=True,
                             file=self.file or sys.stderr, delay=1e9,  # drawn by refresh() below, not at creation
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}{postfix}", **unit)
-        st = state.st
+        st = state.state
         eta = f"{_clock(left)} left" if left is not None else "time left: estimating"
         self.bar.n = done
         self.bar.set_postfix_str(f"{_clock(elapsed)} elapsed, {eta}, {st[L.ST_NOW] / 1e6:.3f} ms simulated, "
