@@ -19,6 +19,7 @@ from .files import write_atomic as _write_atomic
 from .audit import command as _audit
 from .observe import command as _report
 from .memo import commands as _memo
+from .sweep import command as _sweep
 from .options import add_mode_options, add_port_option, fast_forward_from_args, memo_db_from_args
 
 PROG = "wormhole-replay"
@@ -155,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     _memo.add_parser(sub, _Parser)
     _audit.add_parser(sub, _Parser)
     _report.add_parser(sub, _Parser)
+    _sweep.add_parser(sub, _Parser)
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -225,32 +227,17 @@ def _presets(kind):
 
 
 def cmd_gen(args) -> int:
-    from dataclasses import replace
-
-    from .workload.generators import GptShape, gpt_trace
+    from .workload.generators import generate
+    from .workload.presets import SHAPE_FIELDS
 
     if args.model_kind is None:
         raise InputError("gen: say what to generate: gen gpt ... or gen moe ...")
-    presets = _presets(args.model_kind)
-    if args.model:
-        if args.model not in presets:
-            raise InputError(f"gen {args.model_kind}: unknown model {args.model!r} (presets: {', '.join(presets)})")
-        shape = presets[args.model]
-    else:
-        missing = [o for o in ("layers", "hidden", "seq") if getattr(args, o) is None]
-        if missing:
-            raise InputError(f"gen {args.model_kind}: give --model or a custom shape (missing --{', --'.join(missing)})")
-        shape = GptShape(layers=args.layers, hidden=args.hidden, seq=args.seq)
-    changes = {o: getattr(args, o) for o in ("layers", "hidden", "seq", "vocab", "experts", "topk")
-               if getattr(args, o, None) is not None}
-    shape = replace(shape, **changes)
-    if args.model_kind == "moe" and shape.experts < 1:
-        raise InputError("gen moe: give --experts and --topk (or a --model preset)")
-    for o in ("gpus", "tp", "pp", "microbatches", "iterations"):
-        if getattr(args, o) < 1:
-            raise InputError(f"gen: --{o} must be >= 1")
-    trace = gpt_trace(shape, args.gpus, args.tp, args.pp, args.dp, args.microbatches, args.iterations, args.bucket_mb,
-                      tflops=args.tflops, ep=getattr(args, "ep", 1), name=f"{args.model_kind} {args.model or 'custom'}")
+    try:
+        trace = generate(args.model_kind, args.gpus, args.model, args.tp, args.pp, args.dp, getattr(args, "ep", 1),
+                         args.microbatches, args.iterations, args.bucket_mb, args.tflops,
+                         **{o: getattr(args, o, None) for o in SHAPE_FIELDS})
+    except InputError as e:
+        raise InputError(f"gen {args.model_kind}: {e}") from None
     _save(trace, args.output, f"{args.iterations} iteration(s)")
     return 0
 
@@ -358,7 +345,7 @@ def main(argv=None) -> int:
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
         return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
-                "report": _report.run}.get(args.command, cmd_simulate)(args)
+                "report": _report.run, "sweep": _sweep.run}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

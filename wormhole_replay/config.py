@@ -252,6 +252,7 @@ _KEYS = {
     "NS3_RNG_FIRST_STREAM": ("ns3_rng_first_stream", "int"),  # negative: automatic
     "NS3_RNG_RUN": ("ns3_rng_run", "int"),
 }
+CONFIG_KEYS = frozenset(_KEYS)  # every key a config.txt may set (the sweep spec checks its keys against it)
 
 
 def _parse_value(kind: str, toks: list[str]):

@@ -50,6 +50,22 @@ class ReplayResult:
     spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
 
 
+def with_intra_server(trace: Trace, bw_bps: float | None = None, latency_ns: int | None = None) -> Trace:
+    """``trace`` with its intra-server link's rate and/or latency replaced (``None``: the trace's)."""
+    if bw_bps is None and latency_ns is None:
+        return trace
+    intra = dict(trace.meta.get("intra_server") or {})
+    if bw_bps is not None:
+        if bw_bps <= 0:
+            raise InputError("the intra-server bandwidth must be positive")
+        intra["bw_bps"] = bw_bps
+    if latency_ns is not None:
+        if latency_ns < 0:
+            raise InputError("the intra-server latency must not be negative")
+        intra["latency_ns"] = latency_ns
+    return Trace(trace.ops, {**trace.meta, "intra_server": intra})
+
+
 def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
@@ -68,17 +84,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     if not isinstance(trace, Trace):
         path, trace = trace, load_trace(trace)
         digest = sha256_file(path)
-    if intra_bw_bps is not None or intra_latency_ns is not None:
-        intra = dict(trace.meta.get("intra_server") or {})
-        if intra_bw_bps is not None:
-            if intra_bw_bps <= 0:
-                raise InputError("the intra-server bandwidth must be positive")
-            intra["bw_bps"] = intra_bw_bps
-        if intra_latency_ns is not None:
-            if intra_latency_ns < 0:
-                raise InputError("the intra-server latency must not be negative")
-            intra["latency_ns"] = intra_latency_ns
-        trace = Trace(trace.ops, {**trace.meta, "intra_server": intra})
+    trace = with_intra_server(trace, intra_bw_bps, intra_latency_ns)
     run = prepare_direct_run(topology, None, cc, config=config, out=None)
     run.fast_forward = fast_forward_for(mode, fast_forward)
     run.memo_db = None if memo_db is None else str(memo_db)

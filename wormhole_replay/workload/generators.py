@@ -45,6 +45,20 @@ def gpt_trace(shape: GptShape, gpus: int, tp: int = 1, pp: int = 1, dp: int | No
         return _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, micro_batch_size, tflops, ep, name)
 
 
+def generate(kind: str, gpus: int, model: str | None = None, tp: int = 1, pp: int = 1, dp: int | None = None,
+             ep: int = 1, microbatches: int = 1, iterations: int = 1, bucket_mb: float = 25.0, tflops: float = 150.0,
+             **shape) -> Trace:
+    """What ``gen gpt|moe`` writes: the trace of preset ``model`` of ``kind`` (or of a custom
+    ``shape``: ``presets.SHAPE_FIELDS``) on ``gpus`` GPUs laid out tp x pp x dp (x ep)."""
+    from .presets import model_shape
+
+    for name, v in (("gpus", gpus), ("tp", tp), ("pp", pp), ("microbatches", microbatches), ("iterations", iterations)):
+        if v < 1:
+            raise InputError(f"{name} must be >= 1")
+    return gpt_trace(model_shape(kind, model, **shape), gpus, tp, pp, dp, microbatches, iterations, bucket_mb,
+                     tflops=tflops, ep=ep, name=f"{kind} {model or 'custom'}")
+
+
 def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, micro_batch_size, tflops, ep, name):
     dp = dp if dp is not None else gpus // max(tp * pp, 1)
     if tp < 1 or pp < 1 or dp < 1 or tp * pp * dp != gpus:

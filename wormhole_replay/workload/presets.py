@@ -3,7 +3,9 @@ the generators)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -25,3 +27,26 @@ MOE_PRESETS = {
     "mixtral-8x7b": GptShape(layers=32, hidden=4096, seq=4096, vocab=32000, experts=8, topk=2),
     "mixtral-8x22b": GptShape(layers=56, hidden=6144, seq=4096, vocab=32000, experts=8, topk=2),
 }
+
+
+SHAPE_FIELDS = ("layers", "hidden", "seq", "vocab", "experts", "topk")
+
+
+def model_shape(kind: str, model: str | None = None, **changes) -> GptShape:
+    """The shape of preset ``model`` of ``kind`` (``gpt`` or ``moe``), or without a preset a custom
+    one (``layers``, ``hidden`` and ``seq`` needed), with ``changes`` (``SHAPE_FIELDS``) applied."""
+    presets = GPT_PRESETS if kind == "gpt" else MOE_PRESETS
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if model:
+        if model not in presets:
+            raise InputError(f"unknown {kind} model {model!r} (presets: {', '.join(presets)})")
+        shape = presets[model]
+    else:
+        missing = [o for o in ("layers", "hidden", "seq") if o not in changes]
+        if missing:
+            raise InputError(f"give a model preset or a custom shape (missing {', '.join(missing)})")
+        shape = GptShape(layers=changes["layers"], hidden=changes["hidden"], seq=changes["seq"])
+    shape = replace(shape, **changes)
+    if kind == "moe" and shape.experts < 1:
+        raise InputError("an MoE needs experts and topk (or a model preset)")
+    return shape
