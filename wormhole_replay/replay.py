@@ -48,6 +48,7 @@ class ReplayResult:
     memo_hits: pd.DataFrame | None = None  # wormhole with a memo: time_ns, digest, steady, t_conv_ns, flows
     jumps: pd.DataFrame | None = None  # ... every fast-forward: partition, start_ns, end_ns, kind, flows
     spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
+    memo_learned: list | None = None  # ... digests of the entries this run learned (the others it hit came from the database)
 
 
 def with_intra_server(trace: Trace, bw_bps: float | None = None, latency_ns: int | None = None) -> Trace:
@@ -130,7 +131,8 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     if result.memo is not None:  # hits by the iteration of the (lowest) flow they were applied to
         for col, fl in (("memo_hits", result.memo.hit_flows), ("memo_lookups", result.memo.looked_flows)):
             it[col] = np.bincount(iteration_of[np.array(fl, np.int64)], minlength=n_iter)[it["index"].to_numpy()]
-    journal = result.memo.tables() if result.memo is not None else {}
+    journal = {**result.memo.tables(), "memo_learned": [e.digest for e in result.memo.new_entries]} \
+        if result.memo is not None else {}
     queues = pausable_queues(flows.pg[~flows.is_virtual], run.cfg.ack_high_prio)
     return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc,
                         breakdown=iteration_breakdown(f, it), layers=layer_breakdown(f), deps=deps_table(flows),

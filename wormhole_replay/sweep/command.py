@@ -87,16 +87,19 @@ def _memo(args, points, out: Path) -> tuple[str | None, str | None, str | None]:
 
 @contextmanager
 def _lock(out: Path):
-    """One sweep at a time in a folder."""
+    """One sweep at a time in a folder (a lock on the folder itself: no lock file to leave behind)."""
     import fcntl
 
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".sweep.lock", "w") as f:
+    fd = os.open(out, os.O_RDONLY)
+    try:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise InputError(f"{out}: another sweep is running in this folder") from None
         yield
+    finally:
+        os.close(fd)
 
 
 @contextmanager

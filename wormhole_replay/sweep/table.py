@@ -16,8 +16,8 @@ Columns: ``index`` (1-based), ``id``, one column per varied field (its value at 
   ``wall_seconds`` (the whole point in its worker: loading, generating, simulating);
 * the memo: ``memo_hits``, ``memo_inserts`` (rows this point added to the database),
   ``memo_misses``, ``memo_entries_at_start`` (entries of its network the database held when it
-  started), ``memo_hits_earlier`` (hits on entries that were in the database when it started:
-  learned by an earlier point, or an earlier sweep);
+  started), ``memo_hits_earlier`` (hits on entries it did not learn itself, i.e. that the database
+  held when it started: learned by an earlier point, or an earlier sweep);
 * where: ``worker``, ``host``, ``started_at``, ``finished_at`` (UTC).
 """
 
@@ -44,14 +44,14 @@ def _stats(prefix: str, x: np.ndarray) -> dict:
 
 
 def metrics(flows: pd.DataFrame, iterations: pd.DataFrame | None, collectives: pd.DataFrame | None, counters: dict,
-            memo_hits: pd.DataFrame | None, earlier: set) -> dict:
+            memo_hits: pd.DataFrame | None, learned: list | None) -> dict:
     """A point's metrics (the columns above but ``wall_seconds`` and where) from its run's tables,
-    counters, memo-hit journal and the digests the memo database held when it started."""
+    counters, memo-hit journal and the digests of the entries it learned."""
     m = {col: counters.get(key) for col, key in COUNTERS.items()}
     w = counters.get("wormhole") or {}
     m["fast_forwards"] = w.get("fast_forwards")
     m.update({k: w.get(k) for k in MEMO})
-    m["memo_hits_earlier"] = None if memo_hits is None else int(memo_hits["digest"].isin(earlier).sum())
+    m["memo_hits_earlier"] = None if memo_hits is None else int((~memo_hits["digest"].isin(learned or [])).sum())
     net = flows[~flows["virtual"].astype(bool) & flows["completed"].astype(bool)]
     fct = net["fct_ns"].to_numpy(float)
     m["fct_mean_ns"] = float(fct.mean()) if fct.size else None

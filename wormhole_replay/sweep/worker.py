@@ -81,14 +81,6 @@ def _announce(task: dict) -> None:
         pass
 
 
-def _digests(memo_db: str) -> set:
-    """The digests of the entries in the memo database now (to tell hits on other points' entries)."""
-    from ..memo.store import MemoStore
-
-    with MemoStore.open(memo_db) as store:
-        return {e.digest for e, _ in store.entries_with_hits()}
-
-
 def _parquet(df) -> bytes:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
@@ -107,7 +99,6 @@ def _run(task: dict, tmp: Path) -> tuple[dict, dict]:
         config = tmp / "config.txt"
         config.write_text(task["config_text"])
     memo_db = task.get("memo_db") if task["mode"] == "wormhole" else None
-    earlier = _digests(memo_db) if memo_db else set()
     if task["run"] == "replay":
         from ..replay import replay
 
@@ -122,7 +113,7 @@ def _run(task: dict, tmp: Path) -> tuple[dict, dict]:
                      intra_bw_bps=task["intra_bw_bps"], intra_latency_ns=task["intra_latency_ns"], mode=task["mode"],
                      fast_forward=ff, memo_db=memo_db, memo_shared_prefixes=task["memo_shared_prefixes"],
                      ports=task["ports"])
-        hits, tables = res.memo_hits, (res.iterations, res.collectives)
+        hits, learned, tables = res.memo_hits, res.memo_learned, (res.iterations, res.collectives)
         files = {"flows.parquet": _parquet(res.flows), "collectives.csv": res.collectives.to_csv(index=False).encode(),
                  "iterations.csv": res.iterations.to_csv(index=False).encode(), "fct.txt": format_fct(res.flows).encode()}
     else:
@@ -130,10 +121,12 @@ def _run(task: dict, tmp: Path) -> tuple[dict, dict]:
 
         res = simulate(task["topology"], task["flows"], task["cc"], config, task["paths"], task["routing"],
                        mode=task["mode"], fast_forward=ff, memo_db=memo_db)
-        hits, tables = (res.memo.tables()["memo_hits"] if res.memo is not None else None), (None, None)
+        session = res.memo  # the run's memo session: its journal and what it learned
+        hits = session.tables()["memo_hits"] if session is not None else None
+        learned, tables = ([e.digest for e in session.new_entries] if session is not None else None), (None, None)
         files = {"fct.txt": format_fct(res.flows).encode(), "pfc.txt": format_pfc(res.pfc).encode(),
                  "flows.parquet": _parquet(res.flows)}
     if hits is not None and len(hits):
         files["memo_hits.parquet"] = _parquet(hits)
     files["counters.json"] = (json.dumps(jsonable(res.counters), indent=1) + "\n").encode()
-    return metrics(res.flows, *tables, res.counters, hits, earlier), files
+    return metrics(res.flows, *tables, res.counters, hits, learned), files
