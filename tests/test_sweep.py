@@ -340,3 +340,27 @@ def test_a_point_id_digests_resolved_inputs(tmp_path):
 
 def test_result_columns_do_not_collide_with_field_names():
     assert not set(RUN_FIELDS) & {*COUNTERS, "index", "id", "status", "error", "wall_seconds"}
+
+
+def test_table_and_report_keep_every_point_in_order(tmp_path):
+    """Pending, failed and finished points each have their row; a parameter of mixed types becomes
+    text; a point that leaves a config key to the preset shows as such in the report."""
+    from wormhole_replay.sweep.points import Point
+    from wormhole_replay.sweep.report import render
+    from wormhole_replay.sweep.spec import Spec
+    from wormhole_replay.sweep.table import build
+
+    points = [Point(i + 1, {"U_TARGET": u, "topology": t}, {}, {}, f"id{i}")
+              for i, (u, t) in enumerate([(0.9, "a"), (None, 3), (0.95, "c")])]
+    records = {"id0": {"status": "ok", "metrics": {"iteration_mean_ns": 2e6, "iteration_1_ns": 5, "events": 9},
+                       "wall_seconds": 1.5, "worker": "tcp://w"},
+               "id1": {"status": "failed", "error": "boom", "metrics": {}}}
+    df = build(points, records, ["U_TARGET", "topology"])
+    assert list(df.columns[:6]) == ["index", "id", "U_TARGET", "topology", "status", "error"]
+    assert list(df["status"]) == ["ok", "failed", "pending"] and list(df["topology"]) == ["a", "3", "c"]
+    assert df["U_TARGET"].dtype == float and list(df.columns[-4:]) == ["worker", "host", "started_at", "finished_at"]
+    spec = Spec(tmp_path / "s.toml", "replay", {}, None, {}, [], ["U_TARGET", "topology"], "x = 1")
+    html = render(spec, df, {"points": 3, "ok": 1, "failed": 1, "pending": 1, "ran": 2, "wall_seconds": 3.0,
+                             "skipped": 0})
+    assert "U_TARGET=(preset)" in html and ">boom<" in html and html.count('id="plot-') == 2
+    assert "mean iteration time" in html and "2.000 ms" in html

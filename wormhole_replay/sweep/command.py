@@ -140,6 +140,8 @@ def run(args) -> int:
         else:
             with open_client(workers, args.scheduler) as (client, where):
                 check_memo_reach(client, memo_db, backend)
+                if not client.scheduler_info()["workers"]:
+                    _say(args, "no worker has joined the scheduler yet: waiting for one")
                 _say(args, f"{len(points)} points ({done} finished before), {len(points) - done} to run on {where}; "
                            f"memo: {memo_url or 'none'}")
                 result = run_sweep(spec, points, out, client, memo_db, progress=not args.quiet)

@@ -56,26 +56,32 @@ def plot_by_field(df: pd.DataFrame, name: str, column: str, ylabel: str) -> str:
     if ok.empty:
         _message(ax, "no point has finished yet")
         return _png(fig)
-    values = list(dict.fromkeys(df[name].tolist()))
-    labels = ["(preset)" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
+    labels = list(dict.fromkeys(_value(v) for v in df[name]))
+    shown = ok[name].map(_value)
     rng = np.random.default_rng(0)  # the same jitter every time: the report is deterministic
-    for x, v in enumerate(values):
-        sel = ok[ok[name].isna()] if labels[x] == "(preset)" else ok[ok[name] == v]
-        y = sel[column].to_numpy(float) / 1e6
+    for x, text in enumerate(labels):
+        y = ok.loc[shown == text, column].to_numpy(float) / 1e6
         if not y.size:
             continue
         ax.bar(x, y.mean(), width=0.6, color="#c6d4ea", zorder=1)
         ax.scatter(x + rng.uniform(-0.15, 0.15, y.size), y, s=18, color="#4c72b0", zorder=2)
-    ax.set_xticks(range(len(values)), labels, rotation=30 if max(map(len, labels)) > 8 else 0, ha="right"
-                  if max(map(len, labels)) > 8 else "center")
+    long = max(map(len, labels)) > 8
+    ax.set_xticks(range(len(labels)), labels, rotation=30 if long else 0, ha="right" if long else "center")
     ax.set_xlabel(name)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
 
+def _value(v) -> str:
+    """A parameter's value for people: floats short, a point that left it unset ``(preset)``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "(preset)"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 def _params(row, varied: list[str]) -> str:
-    return ", ".join(f"{k}={row[k]}" for k in varied) or "base"
+    return ", ".join(f"{k}={_value(row[k])}" for k in varied) or "base"
 
 
 def _best(df: pd.DataFrame, varied: list[str]) -> str:
@@ -105,8 +111,7 @@ def _failed(df: pd.DataFrame, varied: list[str]) -> str:
 def _points_table(df: pd.DataFrame, varied: list[str]) -> str:
     cols = [c for c in TABLE if c[0] in df]
     header = ["point", "id", *map(_e, varied), "status", *[h for _, h, _, _ in cols]]
-    rows = [[str(r["index"]), f"<code>{_e(r['id'])}</code>", *[_fmt(r[k], 1, 6) if isinstance(r[k], float)
-                                                               else _fmt(r[k]) for k in varied],
+    rows = [[str(r["index"]), f"<code>{_e(r['id'])}</code>", *[_e(_value(r[k])) for k in varied],
              _e(r["status"]), *[_fmt(r[c], s, d) for c, _, s, d in cols]] for _, r in df.iterrows()]
     return _table(header, rows, left=(1, len(varied) + 2))
 

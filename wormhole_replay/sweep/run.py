@@ -188,8 +188,8 @@ def run_sweep(spec: Spec, points: list[Point], out: Path, client, memo_db: str |
             bar.set_postfix_str(f"running {started.running({futures[f].id for f in pending})}, failed {failed}")
     finally:
         wall = time.perf_counter() - t0
-        for f in pending:
-            f.cancel()
+        if pending:
+            client.cancel(list(pending))
         if todo:
             client.unsubscribe_topic(TOPIC)
         bar.close()

@@ -92,8 +92,22 @@ def build(points: list, records: dict, varied: list[str]) -> pd.DataFrame:
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
         if not numeric and not all(isinstance(v, bool) for v in values):
             df[name] = [None if v is None else str(v) for v in df[name]]
-    rest = [c for c in df.columns if c not in (*HEAD, *varied, *STATUS, *WHERE)]
+    rest = sorted((c for c in df.columns if c not in (*HEAD, *varied, *STATUS, *WHERE)), key=_metric_order)
     return df[[*HEAD, *varied, *STATUS, *rest, *[c for c in WHERE if c in df]]]
+
+
+FIXED = (*COUNTERS, "fast_forwards", *MEMO, "memo_hits_earlier", "fct_mean_ns", "fct_p50_ns", "fct_p99_ns",
+         "fct_max_ns", "slowdown_mean", "slowdown_p99", "makespan_ns", "iteration_mean_ns", "iteration_max_ns")
+
+
+def _metric_order(col: str) -> tuple:
+    """The documented columns first, then iterations by number, collective kinds, the wall time:
+    the same order whichever point finished first."""
+    if col in FIXED:
+        return (0, FIXED.index(col), "")
+    if col.startswith("iteration_"):
+        return (1, int(col.split("_")[1]), "")
+    return (2, 0, col) if col.startswith("coll_") else (3, 0, col)
 
 
 def write(path, df: pd.DataFrame) -> None:
