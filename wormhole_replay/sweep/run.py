@@ -15,7 +15,8 @@ may have been the machine's; a deterministic one comes back at once). Points are
 the spec's order, and Dask starts them in that order, so that later points find what earlier
 ones taught the memo. A worker that dies has its point rescheduled on another by Dask itself;
 after ``distributed.scheduler.allowed-failures`` deaths (3) the point is recorded failed
-(``KilledWorker``). Interrupted (Ctrl-C, SIGTERM), the sweep cancels what is still running, keeps
+(``KilledWorker``); a point's record counts its ``attempts``. A lost scheduler ends the sweep with
+one line (the finished points are kept). Interrupted (Ctrl-C, SIGTERM), the sweep cancels what is still running, keeps
 what finished and writes the table and report: running it again resumes.
 """
 
@@ -28,7 +29,9 @@ import sys
 import threading
 import time
 import uuid
-from contextlib import contextmanager
+from collections import Counter
+from concurrent.futures import CancelledError
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..errors import InputError
@@ -46,29 +49,30 @@ TICK_SECONDS = 1.0  # how often the progress bar's running count is refreshed
 @contextmanager
 def open_client(workers: int | None = None, scheduler: str | None = None):
     """A Dask client, and what it runs on in words: the scheduler at ``scheduler``, or a new local
-    cluster of ``workers`` worker processes, one thread each (closed on exit)."""
+    cluster of ``workers`` worker processes, one thread each (closed on exit). Dask's own log is
+    quiet meanwhile: the sweep reports lost workers (``attempts``), failed points and a lost
+    scheduler itself, in one line each."""
     from distributed import Client, LocalCluster
 
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout=CONNECT_SECONDS)
-        except (OSError, TimeoutError, ValueError) as e:
-            raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({str(e).splitlines()[0]})") from None
-        try:
-            yield client, f"the scheduler at {scheduler}"
-        finally:
-            client.close()
-        return
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    logs = [logging.getLogger(n) for n in ["distributed", *logging.root.manager.loggerDict] if n.startswith("distributed")]
+    levels = [log.level for log in logs]  # (Dask's config gives some of them levels of their own)
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
     try:
-        client = Client(cluster)
-        try:
+        if scheduler:
+            try:
+                client = Client(scheduler, timeout=CONNECT_SECONDS)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({_first_line(e)})") from None
+            with client:
+                yield client, f"the scheduler at {scheduler}"
+            return
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
             yield client, f"{workers} local worker process{'es' if workers != 1 else ''}"
-        finally:
-            client.close()
     finally:
-        cluster.close()
+        for log, level in zip(logs, levels):
+            log.setLevel(level)
 
 
 def check_memo_reach(client, memo_db: str | None, backend: str | None) -> None:
@@ -132,19 +136,29 @@ def _lost(point: Point, future) -> dict:
     return {"id": point.id, "status": "failed", "error": error, "metrics": {}}
 
 
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
 class _Started:
-    """Which points workers have started (from their events on ``TOPIC``), for the running count."""
+    """How often workers have started each point (their events on ``TOPIC``): the running count,
+    and a point's attempts (more than one when a worker died running it)."""
 
     def __init__(self):
-        self._ids, self._lock = set(), threading.Lock()
+        self._starts, self._lock = Counter(), threading.Lock()
 
     def __call__(self, event) -> None:
         with self._lock:
-            self._ids.add(event[1]["id"])
+            self._starts[event[1]["id"]] += 1
 
     def running(self, pending_ids) -> int:
         with self._lock:
-            return len(self._ids & pending_ids)
+            return len(pending_ids & self._starts.keys())
+
+    def attempts(self, point_id: str) -> int:
+        with self._lock:
+            return self._starts[point_id]
 
 
 def run_sweep(spec: Spec, points: list[Point], out: Path, client, memo_db: str | None, progress: bool = True) -> dict:
@@ -180,18 +194,24 @@ def run_sweep(spec: Spec, points: list[Point], out: Path, client, memo_db: str |
             for f in finished:
                 p = futures[f]
                 result = f.result() if f.status == "finished" else _lost(p, f)
+                result["attempts"] = max(started.attempts(p.id), 1)
                 records[p.id] = save_point(out, p, result)
                 failed += records[p.id]["status"] != "ok"
                 bar.update(1)
             if finished:
                 table.write(out / "sweep.parquet", table.build(points, records, spec.varied))
             bar.set_postfix_str(f"running {started.running({futures[f].id for f in pending})}, failed {failed}")
+    except (CancelledError, OSError):  # the scheduler is gone (its futures cancelled, or its connection)
+        kept = sum(1 for r in records.values() if r["status"] == "ok")
+        raise InputError(f"lost the connection to the Dask scheduler; the {kept} finished point(s) are kept: "
+                         "run the same command again to resume") from None
     finally:
         wall = time.perf_counter() - t0
-        if pending:
-            client.cancel(list(pending))
-        if todo:
-            client.unsubscribe_topic(TOPIC)
+        with suppress(CancelledError, OSError):  # (nothing to cancel with when the scheduler is gone)
+            if pending:
+                client.cancel(list(pending))
+            if todo:
+                client.unsubscribe_topic(TOPIC)
         bar.close()
         df = table.build(points, records, spec.varied)
         table.write(out / "sweep.parquet", df)

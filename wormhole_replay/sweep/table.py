@@ -18,7 +18,8 @@ Columns: ``index`` (1-based), ``id``, one column per varied field (its value at 
   ``memo_misses``, ``memo_entries_at_start`` (entries of its network the database held when it
   started), ``memo_hits_earlier`` (hits on entries it did not learn itself, i.e. that the database
   held when it started: learned by an earlier point, or an earlier sweep);
-* where: ``worker``, ``host``, ``started_at``, ``finished_at`` (UTC).
+* where: ``worker``, ``host``, ``attempts`` (more than 1: a worker died running it and Dask ran it
+  again), ``started_at``, ``finished_at`` (UTC, of the attempt that finished).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ COUNTERS = {"events": "events", "simulated_ns": "simulated_ns", "flow_count": "f
             "flows_completed": "flows_completed", "drops": "drops", "pfc_pauses": "pfc_pauses",
             "ecn_marks": "ecn_marks", "timeouts": "timeouts", "sim_wall_seconds": "wall_seconds"}
 MEMO = ("memo_hits", "memo_inserts", "memo_misses", "memo_entries_at_start")
-WHERE = ("worker", "host", "started_at", "finished_at")
+WHERE = ("worker", "host", "attempts", "started_at", "finished_at")
 HEAD = ("index", "id")  # then the varied fields, then STATUS, then the metrics, then WHERE
 STATUS = ("status", "error")
 
