@@ -366,3 +366,22 @@ def test_table_and_report_keep_every_point_in_order(tmp_path):
                              "skipped": 0})
     assert "U_TARGET=(preset)" in html and ">boom<" in html and html.count('id="plot-') == 2
     assert "mean iteration time" in html and "2.000 ms" in html
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--workers", "0"], "--workers 0: give at least 1"),
+    (["--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at tcp://127.0.0.1:9"),
+    (["--out-is-a-file"], "not a folder (--out)"),
+])
+def test_bad_options_are_one_line_with_nothing_written(tmp_path, monkeypatch, capsys, extra, message):
+    import wormhole_replay.sweep.run as run
+
+    monkeypatch.setattr(run, "CONNECT_SECONDS", 1)
+    spec, out = _rounds(tmp_path, rounds=(2,)), tmp_path / "out"
+    if extra == ["--out-is-a-file"]:
+        out.write_text("")
+        extra = []
+    assert main(["sweep", str(spec), "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not out.is_dir()

@@ -21,18 +21,6 @@ from pathlib import Path
 from ..errors import InputError
 
 
-def _count(text: str) -> int:
-    import argparse
-
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {text!r}")
-    return n
-
-
 def default_workers() -> int:
     """One worker process per core this process may use."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -50,7 +38,7 @@ def add_parser(subparsers, parser_class=None):
     s.add_argument("spec", metavar="SPEC.toml", help="the sweep spec")
     s.add_argument("--out", required=True, metavar="DIR", help="output folder (resumed when it holds this sweep)")
     where = s.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_count, metavar="N",
+    where.add_argument("--workers", type=int, metavar="N",
                        help=f"local worker processes (default: one per core, {default_workers()} here)")
     where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a running Dask scheduler (dask scheduler) "
                        "whose workers run the points")
@@ -126,25 +114,29 @@ def run(args) -> int:
     from .run import check_memo_reach, open_client, read_record, run_sweep
     from .spec import load_spec
 
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"sweep: --workers {args.workers}: give at least 1")
     spec = load_spec(args.spec)
     points = resolve(spec)
     out = Path(args.out)
     _check_out(out)
-    memo_db, memo_url, backend = _memo(args, points, out)
     workers = args.workers or default_workers()
-    with _lock(out), _sigterm_interrupts():
-        done = sum(1 for p in points if (read_record(out, p) or {}).get("status") == "ok")
+    done = sum(1 for p in points if (read_record(out, p) or {}).get("status") == "ok")
+    with _sigterm_interrupts():
         if done == len(points):
-            where = "no worker (all points had finished)"
-            result = run_sweep(spec, points, out, None, memo_db, progress=False)
-        else:
+            where, memo_url = "no worker (all points had finished)", None
+            with _lock(out):
+                result = run_sweep(spec, points, out, None, None, progress=False)
+        else:  # the scheduler before the memo database: an unreachable one leaves nothing written
             with open_client(workers, args.scheduler) as (client, where):
+                memo_db, memo_url, backend = _memo(args, points, out)
                 check_memo_reach(client, memo_db, backend)
                 if not client.scheduler_info()["workers"]:
                     _say(args, "no worker has joined the scheduler yet: waiting for one")
                 _say(args, f"{len(points)} points ({done} finished before), {len(points) - done} to run on {where}; "
                            f"memo: {memo_url or 'none'}")
-                result = run_sweep(spec, points, out, client, memo_db, progress=not args.quiet)
+                with _lock(out):
+                    result = run_sweep(spec, points, out, client, memo_db, progress=not args.quiet)
     result.update(workers=where, memo_db=memo_url)
     if args.json:
         print(json.dumps(result))

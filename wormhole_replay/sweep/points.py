@@ -98,26 +98,27 @@ def resolved_gen(spec_gen: dict, over: dict, iterations: int) -> dict:
     return {**fields, "iterations": iterations}
 
 
-def _time_ns(text: str | None, name: str) -> int | None:
-    from ..topology.units import parse_time_ns
-
+def _parsed(parse, text: str | None, name: str):
+    """``parse(text)`` (a unit parser of ``topology.units``), or None without a text; a bad text is
+    an ``InputError`` naming the field."""
     if text is None:
         return None
     try:
-        return parse_time_ns(text)
+        return parse(text)
     except ValueError as e:
         raise InputError(f"{name} = {text!r}: {e}") from None
+
+
+def _time_ns(text: str | None, name: str) -> int | None:
+    from ..topology.units import parse_time_ns
+
+    return _parsed(parse_time_ns, text, name)
 
 
 def _rate_bps(text: str | None, name: str) -> float | None:
     from ..topology.units import parse_rate_bps
 
-    if text is None:
-        return None
-    try:
-        return parse_rate_bps(text)
-    except ValueError as e:
-        raise InputError(f"{name} = {text!r}: {e}") from None
+    return _parsed(parse_rate_bps, text, name)
 
 
 def _fast_forward(run: dict, cfg) -> dict | None:
