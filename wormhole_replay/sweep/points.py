@@ -150,11 +150,50 @@ def _prepare(shared: _Shared, run: dict, config: str, flows_path: str | None):
             raise InputError(str(e).replace(str(path), "[config]")) from None
 
 
-def _resolve(spec: Spec, index: int, over: dict, shared: _Shared) -> Point:
+def _simulate_workload(spec: Spec, over: dict, run: dict, text: str, shared: _Shared, inputs: dict, task: dict):
+    """A simulate point's flow file (and pinned paths, routing) checked and named; its prepared run."""
+    prepared = _prepare(shared, run, text, run["flows"])
+    inputs["flows_sha256"] = shared.sha256(run["flows"])
+    for name in ("paths", "routing"):
+        if run.get(name):
+            inputs[f"{name}_sha256"] = shared.sha256(run[name])
+    task.update(flows=run["flows"], paths=run.get("paths"), routing=run.get("routing"))
+    return prepared
+
+
+def _replay_workload(spec: Spec, over: dict, run: dict, text: str, shared: _Shared, inputs: dict, task: dict):
+    """A replay point's trace (loaded or generated), iterations, intra-server link and ports,
+    checked by expanding the trace on the topology as the run will; its prepared run."""
     from ..replay import with_intra_server
     from ..workload.expand import trace_to_flows
     from ..workload.trace import load_trace
 
+    prepared = _prepare(shared, run, text, None)
+    iterations = run.get("iterations")
+    if iterations is not None and iterations < 1:
+        raise InputError(f"iterations = {iterations}: give at least one")
+    if spec.gen is not None:  # generated with its iterations, replayed whole
+        gen = resolved_gen(spec.gen, over, iterations or 1)
+        key = ("gen", json.dumps(gen, sort_keys=True))
+        trace = shared.get(key, lambda: generate(gen))
+        inputs["gen"], task["gen"], task["iterations"] = gen, gen, None
+    else:
+        key = ("trace", run["trace"])
+        trace = shared.get(key, lambda: load_trace(run["trace"]))
+        inputs["trace_sha256"] = shared.sha256(run["trace"])
+        task["trace"], task["iterations"] = run["trace"], iterations
+    bw, lat = _rate_bps(run.get("intra_bw"), "intra_bw"), _time_ns(run.get("intra_latency"), "intra_latency")
+    with_intra_server(trace, bw, lat)
+    shared.get(key + (run["topology"], task["iterations"], run["ports"]),  # kept: that it expands, not the flows
+               lambda: bool(trace_to_flows(trace, prepared.topo, task["iterations"], run["ports"])))
+    inputs.update(iterations=iterations or trace.iterations, ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat)
+    if run["mode"] == "wormhole":
+        inputs["memo_shared_prefixes"] = run["memo_shared_prefixes"]
+    task.update(ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat, memo_shared_prefixes=run["memo_shared_prefixes"])
+    return prepared
+
+
+def _resolve(spec: Spec, index: int, over: dict, shared: _Shared) -> Point:
     run = {**DEFAULTS, **spec.base, **{k: v for k, v in over.items() if k in RUN_FIELDS}}
     config = {**spec.config, **{k: v for k, v in over.items() if k not in RUN_FIELDS and k not in GEN_FIELDS}}
     text = config_text(config)
@@ -163,41 +202,10 @@ def _resolve(spec: Spec, index: int, over: dict, shared: _Shared) -> Point:
               "topology": {"file_sha256": shared.sha256(topology)} if Path(topology).is_file() and ":" not in topology
               else topology.strip()}
     task = {"run": spec.run, "topology": topology, "cc": run["cc"], "mode": run["mode"], "config_text": text}
-    if spec.run == "simulate":
-        prepared = _prepare(shared, run, text, run["flows"])
-        inputs["flows_sha256"] = shared.sha256(run["flows"])
-        for name in ("paths", "routing"):
-            if run.get(name):
-                inputs[f"{name}_sha256"] = shared.sha256(run[name])
-        task.update(flows=run["flows"], paths=run.get("paths"), routing=run.get("routing"))
-    else:
-        prepared = _prepare(shared, run, text, None)
-        iterations = run.get("iterations")
-        if iterations is not None and iterations < 1:
-            raise InputError(f"iterations = {iterations}: give at least one")
-        if spec.gen is not None:
-            gen = resolved_gen(spec.gen, over, iterations or 1)
-            key = ("gen", json.dumps(gen, sort_keys=True))
-            trace = shared.get(key, lambda: generate(gen))
-            inputs["gen"], task["gen"], task["iterations"] = gen, gen, None
-        else:
-            key = ("trace", run["trace"])
-            trace = shared.get(key, lambda: load_trace(run["trace"]))
-            inputs["trace_sha256"] = shared.sha256(run["trace"])
-            task["trace"], task["iterations"] = run["trace"], iterations
-        inputs["iterations"] = iterations or trace.iterations
-        bw, lat = _rate_bps(run.get("intra_bw"), "intra_bw"), _time_ns(run.get("intra_latency"), "intra_latency")
-        with_intra_server(trace, bw, lat)
-        shared.get(key + (topology, task["iterations"], run["ports"]),  # kept: that it expands, not the flows
-                   lambda: bool(trace_to_flows(trace, prepared.topo, task["iterations"], run["ports"])))
-        inputs.update(ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat)
-        task.update(ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat,
-                    memo_shared_prefixes=run["memo_shared_prefixes"])
-        if run["mode"] == "wormhole":
-            inputs["memo_shared_prefixes"] = run["memo_shared_prefixes"]
+    workload = _simulate_workload if spec.run == "simulate" else _replay_workload
+    prepared = workload(spec, over, run, text, shared, inputs, task)
     inputs["config"] = asdict(prepared.cfg)
-    ff = _fast_forward(run, prepared.cfg)
-    inputs["fast_forward"] = task["fast_forward"] = ff
+    inputs["fast_forward"] = task["fast_forward"] = _fast_forward(run, prepared.cfg)
     params = {name: over.get(name, _base_value(spec, name)) for name in spec.varied}
     point_id = digest(inputs)
     return Point(index, params, inputs, {**task, "id": point_id}, point_id)

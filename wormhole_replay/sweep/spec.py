@@ -250,10 +250,10 @@ def spec_from_dict(doc: dict, path: Path, text: str = "") -> Spec:
             gen[name] = check_value(f"{where}: [gen]", name, GEN_FIELDS[name], v, base_dir)
     config = {}
     for name, v in _table(doc, "config", where).items():
-        found = field_of(name, False)
-        if found is None or found[0] != "config":
-            raise _unknown(f"{where}: [config]", name, False) if found is None else \
-                InputError(f"{where}: [config]: {name} is not a config.txt key (put it at the top level)")
+        if name in RUN_FIELDS:
+            raise InputError(f"{where}: [config]: {name} is a run field, not a config.txt key (put it at the top level)")
+        if field_of(name, False) is None:
+            raise _unknown(f"{where}: [config]", name, False)
         config[name] = check_value(f"{where}: [config]", name, CONFIG_VALUE, v, base_dir)
     sources = [k for k, present in (("trace", "trace" in base), ("[gen]", gen is not None), ("flows", "flows" in base))
                if present]
@@ -262,16 +262,12 @@ def spec_from_dict(doc: dict, path: Path, text: str = "") -> Spec:
                          f"(simulate); {'found ' + ' and '.join(sources) if sources else 'found none'}")
     run = "simulate" if "flows" in base else "replay"
     overrides = _points(doc, where, gen is not None, base_dir)
-    for i, p in enumerate(overrides, 1):
-        for name in p:
-            f = RUN_FIELDS.get(name)
-            if f is not None and run not in f.runs:
-                raise InputError(f"{where}: {name} is a {' and '.join(f.runs)} field; this spec sweeps {run}")
-            if name == "trace" and gen is not None:
-                raise InputError(f"{where}: point {i}: trace: the base run generates its trace ([gen])")
-    for name in base:
-        if run not in RUN_FIELDS[name].runs:
-            raise InputError(f"{where}: {name} is a {' and '.join(RUN_FIELDS[name].runs)} field; this spec sweeps {run}")
+    for name in dict.fromkeys([*base, *(n for p in overrides for n in p)]):
+        f = RUN_FIELDS.get(name)
+        if f is not None and run not in f.runs:
+            raise InputError(f"{where}: {name} is a {' and '.join(f.runs)} field; this spec sweeps {run}")
+    if gen is not None and any("trace" in p for p in overrides):
+        raise InputError(f"{where}: trace: the base run generates its trace ([gen])")
     missing = [k for k in ("topology", "cc") if k not in base and not all(k in p for p in overrides)]
     if missing:
         raise InputError(f"{where}: the base run needs {' and '.join(missing)} (or every point must set it)")
