@@ -10,14 +10,14 @@ the sweep's folder, of which this process is the only writer:
     DIR/sweep.parquet    the results table (``table.py``), rewritten as points finish
     DIR/sweep.html       the report (``report.py``), rewritten at the end (and when interrupted)
 
-Resuming: a point whose ``point.json`` says ``ok`` is not run again; a failed one is (its error
-may have been the machine's; a deterministic one comes back at once). Points are submitted in
-the spec's order, and Dask starts them in that order, so that later points find what earlier
-ones taught the memo. A worker that dies has its point rescheduled on another by Dask itself;
-after ``distributed.scheduler.allowed-failures`` deaths (3) the point is recorded failed
+Resuming: a point whose ``point.json`` says ``ok`` is not run again; a failed one is (its error may
+have been the machine's; a deterministic one comes back at once). Points are submitted in the spec's
+order, and Dask starts them in that order, so that later points find what earlier ones taught the
+memo. A worker that dies has its point rescheduled on another by Dask itself; once more workers than
+``distributed.scheduler.allowed-failures`` (3) died running it, it is recorded failed
 (``KilledWorker``); a point's record counts its ``attempts``. A lost scheduler ends the sweep with
-one line (the finished points are kept). Interrupted (Ctrl-C, SIGTERM), the sweep cancels what is still running, keeps
-what finished and writes the table and report: running it again resumes.
+one line (the finished points are kept). Interrupted (Ctrl-C, SIGTERM), the sweep cancels what is
+still running, keeps what finished and writes the table and report: running it again resumes.
 """
 
 from __future__ import annotations
