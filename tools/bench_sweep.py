@@ -7,8 +7,10 @@ The points are the sample under DCQCN with 8 ECN seeds (``RNG_SEED`` 1..8): 8 di
 the same cost. Each worker count gets a fresh folder and memo database, and its workers load the
 engine's compiled kernels (Numba's cache, once per process) with a tiny simulation before the clock
 starts, so the figure is the sweep's rate once running, not process start-up. The rate is points
-finished over the time from the first submission to the last point done. Goal (issue 18): 2
-workers give at least 1.8x the points per hour of 1 (this machine has 2 cores).
+finished over the time from the first submission to the last point done. Beside it: the mean wall
+time of one point in its worker, and how many points ran at once on average (their wall times summed
+over the sweep's): with 2 workers on 2 free cores, about 2 at once at the 1-worker time per point.
+Goal (issue 18): 2 workers give at least 1.8x the points per hour of 1 (this machine has 2 cores).
 
     python tools/bench_sweep.py [--points 8] [--workers 1,2] [--cc dcqcn] [--keep DIR]
 """
@@ -19,6 +21,8 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+
+import pandas as pd
 
 from wormhole_replay.errors import InputError
 
@@ -79,13 +83,16 @@ def main() -> int:
         rows = []
         for n in a.workers:
             s = measure(spec, root / f"workers-{n}", n)
-            rows.append((n, s["ok"], s["wall_seconds"], s["points_per_hour"]))
+            point_walls = pd.read_parquet(root / f"workers-{n}" / "sweep.parquet")["wall_seconds"]
+            rows.append((n, s["ok"], s["wall_seconds"], s["points_per_hour"], point_walls.mean(),
+                         point_walls.sum() / s["wall_seconds"]))
             print(f"  {n} worker(s): {s['ok']} points in {s['wall_seconds']:.1f} s", file=sys.stderr, flush=True)
     base = rows[0][3]
     print(f"{a.points} points of {TRACE.name} on {TOPOLOGY}, {a.cc}")
-    print(f"{'workers':>7} {'points':>6} {'wall (s)':>9} {'points/hour':>12} {'vs ' + str(rows[0][0]) + ' worker(s)':>16}")
-    for n, ok, wall, rate in rows:
-        print(f"{n:>7} {ok:>6} {wall:>9.1f} {rate:>12.0f} {rate / base:>15.2f}x")
+    print(f"{'workers':>7} {'points':>6} {'wall (s)':>9} {'points/hour':>12} {'vs ' + str(rows[0][0]) + ' worker(s)':>16} "
+          f"{'s per point':>12} {'points at once':>15}")
+    for n, ok, wall, rate, per_point, at_once in rows:
+        print(f"{n:>7} {ok:>6} {wall:>9.1f} {rate:>12.0f} {rate / base:>15.2f}x {per_point:>12.1f} {at_once:>15.2f}")
     return 0
 
 
