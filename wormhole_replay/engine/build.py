@@ -162,6 +162,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
             segs.append(pp)
             off += len(pp)
     paths = _i64([p for seg in segs for p in seg]) if off else np.zeros(1, np.int64)
+    max_data_path = max((len(segs[2 * f]) for f in range(F)), default=1)
 
     rtt, bw, bdp = pair_metrics(topo, routes, cfg.packet_payload_size)
     si, di = host_index[flows.src], host_index[flows.dst]
@@ -291,7 +292,9 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     parts = Partitions(table=wp, live=np.zeros(K, np.int64),
                        samples=np.zeros((F if fast_forward is not None else 1, samples), np.float64),
                        scratch_ints=np.zeros(2 * P + 1, np.int64), scratch_floats=np.zeros(max(P, 1), np.float64),
-                       memo_log=np.zeros((3 * F + 2 * K + 16, L.ML_LEN), np.int64))  # one instant logs fewer
+                       memo_log=np.zeros((3 * F + 2 * K + 16, L.ML_LEN), np.int64),  # one instant logs fewer
+                       watch=np.zeros((F if fast_forward is not None else 1, max_data_path), np.float64),
+                       port_scratch=np.zeros((max(P, 1), 4), np.float64))
     state = EngineState(net=net, flows=flow_tables, events=events, cfg=Config(ints=ci, floats=cf), state=st, parts=parts)
     plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), base_rtt=max_rtt, fast_forward=fast_forward)
     return state, plan

@@ -88,6 +88,7 @@ class FastForward:
     min_jump_ns: int | None = None
     first_jump_ns: int | None = None
     short_samples: int | None = None
+    fluid: bool = True  # also fast-forward steady flows one by one inside a partition (wormhole/fluid.py)
 
     @property
     def interval_ns(self) -> int:
@@ -118,7 +119,8 @@ class FastForward:
             short = max(2, -(-rtts * rtt // interval))
         if short < 2:
             raise InputError(f"fast-forward short_samples must be at least 2, not {short}")
-        return FastForward(self.theta, samples, int(window), int(tail), int(min_jump), int(first), int(short))
+        return FastForward(self.theta, samples, int(window), int(tail), int(min_jump), int(first), int(short),
+                           bool(self.fluid))
 
     def as_dict(self) -> dict:
         return {**asdict(self), "interval_ns": self.interval_ns if self.window_ns else None}
@@ -133,6 +135,7 @@ def apply(ci: np.ndarray, cf: np.ndarray, ff: FastForward) -> None:
     ci[L.CI_WH_MIN_JUMP] = ff.min_jump_ns
     ci[L.CI_WH_CAP] = ff.first_jump_ns
     ci[L.CI_WH_SHORT] = ff.short_samples
+    ci[L.CI_WH_FLUID] = int(ff.fluid)
     cf[L.CF_WH_THETA] = ff.theta
 
 
@@ -148,4 +151,6 @@ def counters(st: np.ndarray) -> dict:
         "splits": int(st[L.ST_WH_SPLITS]),
         "bookkeeping_events": int(st[L.ST_WH_EVENTS]),
         "memo_jumps": int(st[L.ST_WH_MEMO_JUMPS]),
+        "fluid_flows": int(st[L.ST_WH_FLUID]),
+        "fluid_thawed_early": int(st[L.ST_WH_FLUID_THAWS]),
     }

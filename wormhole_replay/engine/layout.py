@@ -37,7 +37,10 @@ PT_NUSE = 21  # active flows whose data or ACK path crosses it
 PT_PNEXT = 22  # next / previous port of the same partition (doubly linked list)
 PT_PPREV = 23
 PT_FROZEN = 24  # its partition is being fast-forwarded: the port neither sends nor is kicked
-PT_LEN = 25
+PT_FLUID = 25  # wormhole: bps its fluid flows take (data or ACKs): packets get the rest of the link
+PT_FLUID_BYTES = 26  # ... bytes those fluid flows carried up to PT_FLUID_T (for INT's tx bytes)
+PT_FLUID_T = 27
+PT_LEN = 28
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -115,8 +118,14 @@ FT_CREDIT = 42  # bytes credited by the fast-forward being applied (scratch)
 FT_SKIPPED = 43  # bytes credited by fast-forwards in all
 FT_SAMP_T = 44  # ns of the flow's last rate sample
 FT_LAUNCH_HOPS = 45  # scheduling hops left before a flow of the flow file creates its QP
-FT_LEN = 46
-FLOW_SLOTS = 5  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, and T_START
+FT_FLUID = 46  # wormhole: 1 while the flow is fluid (fast-forwarded on its own, its ports live)
+FT_FLUID_T0 = 47  # ... since when
+FT_WSAMP = 48  # rate samples since the flow's neighbourhood (flows sharing its ports) last changed
+FT_FLUID_CAP = 49  # longest fluid jump allowed next: doubles each time its re-measured rate holds
+FT_WINDOW = 50  # samples of the flat window found at the last rate sample (0: not steady); scratch
+FT_BNECK = 51  # the port of its data path that bounds its rate (the most loaded), found at the last sample
+FT_LEN = 52
+FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate
 FF_RATE = 1  # current sending rate
@@ -127,6 +136,7 @@ FF_U = 5
 FF_STEADY = 6  # wormhole: the steady rate (payload bps) a fast-forward credits
 FF_MEMO = 7  # memo: bytes a memoized transient credits over WP_TCONV
 FF_LEN = 8
+# wormhole: a fluid flow's steady rate is FF_STEADY too
 
 # --- HPCC per-hop state: flows.hops int64[F or 1, FH_LEN], flows.hop_rates float64[.., FHF_LEN] ----
 # An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),
@@ -220,7 +230,8 @@ CI_WH_MIN_JUMP = 63  # ns: shorter fast-forwards are not worth their bookkeeping
 CI_MEMO = 64  # memo log (stop with RUN_MEMO) bits: MEMO_ON partition events, MEMO_SAMPLES rate samples,
 # MEMO_SHORT short flat windows; Python sets the last two only while it has a use for them
 CI_WH_SHORT = 65  # samples that show a steady state where flows cannot contend, or one the memo knows
-CI_LEN = 66
+CI_WH_FLUID = 66  # 1: steady flows inside a partition that is not steady may become fluid (wormhole/fluid)
+CI_LEN = 67
 
 # --- float configuration: cfg.floats -------------------------------------------------------------
 CF_EWMA = 0
@@ -268,7 +279,10 @@ ST_WH_MERGES = 34
 ST_WH_EVENTS = 35  # SAMPLE and THAW events (counted in ST_EVENTS too)
 ST_ML_N = 36  # records in the memo log, handled by Python before the run resumes
 ST_WH_MEMO_JUMPS = 37  # jumps over a memoized transient
-ST_LEN = 40
+ST_WH_FLUID = 38  # flows made fluid
+ST_WH_FLUID_NOW = 39  # flows fluid now
+ST_WH_FLUID_THAWS = 40  # fluid flows thawed before their planned end (a neighbour changed)
+ST_LEN = 41
 
 # --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---
 WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)

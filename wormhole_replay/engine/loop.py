@@ -7,7 +7,8 @@ Scheduling follows htsim: a slot per component, each pending at most once (``slo
 * ``ARRIVE[p]``  the head packet in flight on the link out of port p reaches the far end;
 * ``WAKE[h]``    host h's NIC wakes up when a paced QP becomes eligible (``m_nextSend``);
 * ``FLOWS``      the flow file's next start time (``ScheduleFlowInputs``);
-* ``QP[f, k]``   a flow's DCQCN timers, its retransmission timer, and its start (``T_START``);
+* ``QP[f, k]``   a flow's DCQCN timers, its retransmission timer, its start (``T_START``) and,
+  in wormhole mode, the planned end of its jump while it is fluid (``T_FLUID``);
 * ``SAMPLE``, ``THAW[k]``  wormhole mode: rate sampling, and the end of partition k's jump.
 
 Every event carries the sequence number the reference would have given it (reserved when the
@@ -25,15 +26,17 @@ from .layout import (CI_STOP, CI_WH, FT_PART, FT_STATE, FT_VIRTUAL, KIND_DATA, K
                      PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_KICKED, PT_NODE, PT_PEER, PT_QPKTS, PT_TXDONE_SEQ,
                      PTF_ERROR, RUN_BUDGET, RUN_DONE, RUN_GROW, RUN_MEMO, ST_CUR_SEQ, ST_DROPS, ST_EVENTS,
                      ST_KICK_HEAD, ST_KICK_N, ST_ML_N, ST_NFREE, ST_NOW, ST_NPFC, ST_WH_EVENTS, FLOW_SLOTS, NT_HOST,
-                     HT_PORT)
+                     HT_PORT, WP_STATE)
 from .link import arrive, port_ready
 from .packets import FREE_MARGIN, free
 from .pfc import pfc_received
 from .queue import pending, q_pop, q_set
 from .rng import uniform
-from .slots import T_RTO, T_START, flow_slots_base, flows_slot, sample_slot
+from .slots import T_FLUID, T_RTO, T_START, flow_slots_base, flows_slot, sample_slot
+from .wormhole.fluid import thaw_fluid
 from .wormhole.jump import thaw
 from .wormhole.membership import flow_finished, flow_started
+from .wormhole.partitions import FROZEN
 from .wormhole.steadiness import sample
 
 
@@ -87,7 +90,7 @@ def _deliver(net, flows, events, cfg, state, parts, lp):
         f = pk[i, PK_FLOW]
         transport.receive_ack(net, flows, events, cfg, state, i)
         if cfg.ints[CI_WH] != 0 and flows.table[f, FT_STATE] == dag.FINISHED and flows.table[f, FT_PART] >= 0:
-            flow_finished(net, flows, cfg, state, parts, f)
+            flow_finished(net, flows, events, cfg, state, parts, f)
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -102,6 +105,11 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
             nic.start_flow(net, flows, cfg, state, f)
     elif timer == T_RTO:
         transport.retransmission_timeout(net, flows, events, cfg, state, f)
+    elif timer == T_FLUID:  # a fluid flow's jump ends as planned (its partition first, if frozen)
+        k = flows.table[f, FT_PART]
+        if parts.table[k, WP_STATE] == FROZEN:
+            thaw(net, flows, events, cfg, state, parts, k)
+        thaw_fluid(net, flows, events, cfg, state, parts, f, False)
     else:
         cc.on_timer(flows, events, cfg, state, f, timer)
 

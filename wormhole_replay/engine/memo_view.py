@@ -107,6 +107,10 @@ class EngineView:
             p = self._e.net.ports[p, L.PT_PNEXT]
         return out
 
+    def has_fluid(self, k: int) -> bool:
+        """Some flow of partition k is fast-forwarded on its own (fluid): the memo leaves it alone."""
+        return bool(self._e.flows.table[self.flows_of(k), L.FT_FLUID].any())
+
     def settled(self, k: int) -> bool:
         """Partition k has no shares to settle (the engine freezes it after a short window)."""
         e = self._e

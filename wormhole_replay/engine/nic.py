@@ -5,7 +5,7 @@
 
 The NIC serves its ACK queue first (unless PFC pauses the ACKs' priority), then its QPs
 round-robin from the one after the last served, skipping QPs paused by PFC, with nothing left to
-send, bound by their window, or paced into the future (a QP may send again ``wire size / rate``
+send, bound by their window, fluid (wormhole mode: fast-forwarded on their own), or paced into the future (a QP may send again ``wire size / rate``
 after its last packet).  Finished QPs are dropped from the list as the reference compacts it.  When
 nothing is eligible, the NIC wakes up (``WAKE[h]``) when the earliest paced QP may send.
 """
@@ -16,7 +16,7 @@ from numba import njit
 from .layout import (CC_HPCC, CI_ACK_Q_IDX, CI_CC_MODE, CI_DATA_HDR, CI_MULTI_RATE, CI_PAYLOAD,
                      CI_RATE_BOUND, CI_RTO_NS, CI_VAR_WIN, FF_CUR_RATE, FF_MAX_RATE, FF_RATE, FF_TARGET,
                      FHF_RC, FT_LAST_PKT, FT_NEXT_AVAIL, FT_PG, FT_PKTS_SENT, FT_SIZE, FT_SND_NXT, FT_SND_UNA,
-                     FT_SRC, FT_START, FT_STATE, FT_WIN, HT_PORT, HT_QP_COUNT, HT_QP_OFF, HT_RRLAST, KIND_DATA,
+                     FT_SRC, FT_START, FT_STATE, FT_WIN, FT_FLUID, HT_PORT, HT_QP_COUNT, HT_QP_OFF, HT_RRLAST, KIND_DATA,
                      MAXHOP, NQ, NT_HOST, PK_FLOW, PK_HOP, PK_KIND, PK_PAYLOAD, PK_QUEUE, PK_SEQ, PK_SIZE,
                      QT_HEAD, QT_PAUSED, ST_NOW)
 from .link import transmit_start
@@ -58,7 +58,7 @@ def _next_qp(net, flows, cfg, state, h):
         idx = (j + last) % n
         f = qpl[off + idx]
         if (net.queues[base + ft[f, FT_PG], QT_PAUSED] == 0 and ft[f, FT_SIZE] > ft[f, FT_SND_NXT]
-                and not _win_bound(flows, cfg, f)):
+                and ft[f, FT_FLUID] == 0 and not _win_bound(flows, cfg, f)):
             if ft[f, FT_NEXT_AVAIL] > now:
                 continue
             res = idx
@@ -130,7 +130,7 @@ def dequeue_and_transmit(net, flows, events, cfg, state, h):
     t = NEVER
     for j in range(hosts[h, HT_QP_COUNT]):
         f = net.qp_order[off + j]
-        if ft[f, FT_SIZE] > ft[f, FT_SND_NXT] and ft[f, FT_NEXT_AVAIL] < t:
+        if ft[f, FT_SIZE] > ft[f, FT_SND_NXT] and ft[f, FT_FLUID] == 0 and ft[f, FT_NEXT_AVAIL] < t:
             t = ft[f, FT_NEXT_AVAIL]
     ws = wake_slot(cfg, h)
     if not pending(events, ws) and t < NEVER and t > now:

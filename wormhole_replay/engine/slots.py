@@ -2,7 +2,7 @@
 the event queue, and the kick FIFO.
 
 Slots, in order: ``TXDONE[p]`` and ``ARRIVE[p]`` per port, ``WAKE[h]`` per host, ``FLOWS``,
-``QP[f, k]`` (``FLOW_SLOTS`` per flow: the timers ``T_*``), then the wormhole's ``SAMPLE`` and
+``QP[f, k]`` (``FLOW_SLOTS`` per flow: the slots ``T_*``), then the wormhole's ``SAMPLE`` and
 ``THAW[k]`` per partition.
 """
 
@@ -16,6 +16,7 @@ T_DEC = 1  # DCQCN: rate decrease
 T_RP = 2  # DCQCN: rate increase
 T_RTO = 3  # retransmission timeout
 T_START = 4  # the flow starts (its QP is created)
+T_FLUID = 5  # wormhole: the flow's fluid jump ends as planned
 CC_TIMERS = 3  # slots 0..2 are its CC timers
 T_TIMERS = 4  # ... 0..3 its CC and retransmission timers
 

@@ -15,7 +15,7 @@ from .layout import (CC_HPCC, CI_CC_MODE, CI_ECN, CI_INT_MULTI, FLAG_CE, INT_BYT
                      PK_FLAGS, PK_FLOW, PK_HOP, PK_INPORT, PK_INT, PK_KIND, PK_NHOP, PK_QUEUE, PK_SIZE, PT_KMAX,
                      PT_KMIN, PT_QBYTES, PT_RATE_IDX, PT_RRLAST, PT_TXBYTES, PTF_PMAX, QT_HEAD, QT_PAUSED,
                      ST_DROPS, ST_ECN_MARKS, ST_NOW)
-from .link import transmit_start
+from .link import carried_bytes, transmit_start
 from .packets import NONE, dequeue, enqueue, free
 from .pfc import admit, maybe_resume, release
 from .rng import ecn_uniform
@@ -78,7 +78,7 @@ def _push_int_hop(net, cfg, state, p, i):
     multi = cfg.ints[CI_INT_MULTI]
     pk[i, PK_INT + h % MAXHOP] = (
         state[ST_NOW] % INT_TIME_MOD
-        | ((ports[p, PT_TXBYTES] // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
+        | ((carried_bytes(net, p, state[ST_NOW]) // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
         | ((ports[p, PT_QBYTES] // (INT_QLEN_UNIT * multi)) % INT_QLEN_MOD) << INT_QLEN_SHIFT
         | ports[p, PT_RATE_IDX] << INT_RATE_SHIFT
     )

@@ -17,7 +17,7 @@ from numba import njit
 from . import cc
 from .dag import ACTIVE, mark_done, release_successors
 from .layout import (CI_ACK_INTERVAL, CI_ACK_SIZE, CI_BACK_TO_ZERO, CI_CHUNK, CI_NACK_NS, CI_RTO_NS, FLAG_CE, FLAG_CNP,
-                     FT_BYTES_RX, FT_DST, FT_RX_DONE, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
+                     FT_BYTES_RX, FT_DST, FT_FLUID, FT_RX_DONE, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
                      FT_SND_NXT, FT_SND_UNA, FT_SRC, FT_STATE, HT_PORT, KIND_ACK, KIND_NACK, NT_HOST, PK_FLAGS,
                      PK_FLOW, PK_HOP, PK_KIND, PK_PAYLOAD, PK_SEQ, PK_SIZE, ST_NOW, ST_TIMEOUTS)
 from .packets import enqueue, free
@@ -90,7 +90,7 @@ def receive_ack(net, flows, events, cfg, state, i):
         _qp_complete(flows, events, cfg, state, f)
     if pk[i, PK_KIND] == KIND_NACK:
         ft[f, FT_SND_NXT] = ft[f, FT_SND_UNA]
-    if ft[f, FT_STATE] == ACTIVE:
+    if ft[f, FT_STATE] == ACTIVE and ft[f, FT_FLUID] == 0:  # a fluid flow's CC state stays as it was frozen
         cc.on_ack(net, flows, events, cfg, state, f, i)
         if progressed and ci[CI_RTO_NS] > 0:
             q_set(events, qp_slot(cfg, f, T_RTO), state[ST_NOW] + ci[CI_RTO_NS], next_seq(state))

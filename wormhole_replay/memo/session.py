@@ -179,14 +179,14 @@ class MemoSession:
             elif not engine.exists(k) or engine.generation(k) != gen:
                 continue  # the partition changed again (or is gone) since: a later record stands
             elif kind == V.CHANGED:
-                if not engine.is_live(k):
+                if not engine.is_live(k) or engine.has_fluid(k):
                     continue
                 if engine.settled(k):  # the engine's own (short window)
                     self.counters["memo_settled"] += 1
                 else:
                     self._changed(engine, k, gen, t)
             elif kind == V.SHORT:
-                if engine.is_live(k):
+                if engine.is_live(k) and not engine.has_fluid(k):
                     self._short(engine, k, gen, t)
             elif engine.samples_taken(k) > self.l:  # steady over a full window
                 self._steady(engine, k, gen, t, self.l)

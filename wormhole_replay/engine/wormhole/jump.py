@@ -18,13 +18,14 @@ from numba import njit
 
 from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP, CI_WH_TAIL,
                       CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH,
-                      FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
+                      FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
                       FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT,
                       FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE, PK_FLOW, PK_INT,
                       PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_LN_HEAD,
                       PT_NODE, PT_PNEXT, PT_RATE, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
+from ..link import service_rate
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
 from .partitions import FROZEN, LIVE, ensure_sampling, live_add, live_remove, log, ports_end
@@ -89,6 +90,9 @@ def freeze(net, flows, events, cfg, state, parts, k, n):
     drift = 0.0  # the largest relative change between a window's halves, beyond resolution
     f = wp[k, WP_FLOWS]
     while f >= 0:
+        if ft[f, FT_FLUID] != 0:  # fast-forwarded on its own already (fluid)
+            f = ft[f, FT_PNEXT]
+            continue
         s_old, s_new, lo, hi = window_stats(parts.samples, f, (ft[f, FT_NSAMP] - 1 - n) % l, n, l)
         r = (s_old + s_new) / n
         d = half_change(s_old, s_new, n, resolution) / r
@@ -137,17 +141,21 @@ def _plan(net, flows, events, cfg, state, parts, k, cap):
         p = net.ports[p, PT_PNEXT]
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-            load[paths[j]] += ff[f, FF_STEADY] * wire
+        if ft[f, FT_FLUID] == 0:
+            for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+                load[paths[j]] += ff[f, FF_STEADY] * wire
         f = ft[f, FT_PNEXT]
     jump = NEVER
     tail = ci[CI_WH_TAIL]
     f = wp[k, WP_FLOWS]
     while f >= 0:
+        if ft[f, FT_FLUID] != 0:
+            f = ft[f, FT_PNEXT]
+            continue
         scale = 1.0
         for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
             carried = load[paths[j]]
-            rate = float(net.ports[paths[j], PT_RATE])
+            rate = float(service_rate(net, paths[j]))
             if carried > rate and rate / carried < scale:
                 scale = rate / carried
         r = ff[f, FF_STEADY] * scale
@@ -267,6 +275,10 @@ def _credit(flows, cfg, state, parts, k, shift, hpcc):
     wp[k, WP_TCONV] = 0
     f = wp[k, WP_FLOWS]
     while f >= 0:
+        if ft[f, FT_FLUID] != 0:  # credited at its own thaw (fluid)
+            ft[f, FT_CREDIT] = 0
+            f = ft[f, FT_PNEXT]
+            continue
         if t_conv > 0:
             b = np.int64(ff[f, FF_MEMO] * min(shift, t_conv) / t_conv
                          + ff[f, FF_STEADY] * max(shift - t_conv, 0) / 8e9) // payload * payload
@@ -334,8 +346,9 @@ def thaw(net, flows, events, cfg, state, parts, k):
         p = ports[p, PT_PNEXT]
     f = wp[k, WP_FLOWS]
     while f >= 0:
-        for t in range(T_TIMERS):
-            _unpark(events, qp_slot(cfg, f, t), shift)
+        if ft[f, FT_FLUID] == 0:  # a fluid flow's timers stay parked until its own thaw
+            for t in range(T_TIMERS):
+                _unpark(events, qp_slot(cfg, f, t), shift)
         f = ft[f, FT_PNEXT]
     wp[k, WP_STATE] = LIVE
     live_add(parts, state, k)

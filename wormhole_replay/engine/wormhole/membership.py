@@ -7,12 +7,15 @@ thaws the frozen partitions it arrives on (skip-back), then opens a partition, j
 several (``flow_started``); a finishing flow leaves its partition, which is split if it fell apart
 (``flow_finished``, a union-find over the partition's ports).  A host's NIC carries its flows'
 data and its incoming flows' ACKs, so every flow that touches a host is in that host's partition.
+Either way the flows sharing a port with it restart their windows, and fluid ones among them
+thaw (``fluid.neighbourhood_changed``).
 """
 
 from numba import njit
 
-from ..layout import (FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
+from ..layout import (CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
                       WP_NFLOWS, WP_PORTS, WP_STATE)
+from .fluid import neighbourhood_changed
 from .jump import thaw
 from .partitions import (FROZEN, changed, ensure_sampling, flow_link, flow_unlink, merge, part_free, part_new,
                          port_link, port_unlink, ports_end, transient)
@@ -48,6 +51,8 @@ def flow_started(net, flows, events, cfg, state, parts, f):
                 port_link(parts, net, into, p)
             ports[p, PT_NUSE] += 1
     changed(parts, cfg, state, into)
+    if cfg.ints[CI_WH_FLUID] != 0:
+        neighbourhood_changed(net, flows, events, cfg, state, parts, into, f)
     ensure_sampling(events, cfg, state, flows.table.shape[0])
 
 
@@ -60,7 +65,7 @@ def _find(uf, x):
 
 
 @njit(cache=True, _nrt=False)
-def flow_finished(net, flows, cfg, state, parts, f):
+def flow_finished(net, flows, events, cfg, state, parts, f):
     """Network flow f completed: leave its partition, which may split."""
     wp, ft, ports, paths = parts.table, flows.table, net.ports, flows.paths
     k = ft[f, FT_PART]
@@ -77,6 +82,8 @@ def flow_finished(net, flows, cfg, state, parts, f):
         part_free(parts, state, k)
         return
     changed(parts, cfg, state, k)
+    if cfg.ints[CI_WH_FLUID] != 0:  # its neighbours' shares move: they restart, and fluid ones thaw
+        neighbourhood_changed(net, flows, events, cfg, state, parts, k, f)
     # union-find over the remaining flows' ports, one root per component
     n_ports = ports.shape[0]
     uf = parts.scratch_ints[:n_ports]

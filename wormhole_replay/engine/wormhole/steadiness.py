@@ -16,10 +16,12 @@ contend (``alone``), under DCQCN they all still send at line rate with no queue 
 from numba import njit
 
 from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_CC_MODE, CI_MEMO, CI_PAYLOAD, CI_WH_L, CI_WH_SHORT,
-                      CI_WH_TAU, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_NSAMP, FT_PNEXT, FT_SAMP_T,
+                      CI_WH_TAU, CI_WH_FLUID, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_FLUID, FT_NSAMP, FT_PNEXT,
+                      FT_SAMP_T, FT_WSAMP,
                       FT_SAMP_UNA, FT_SND_UNA, MEMO_SAMPLES, MEMO_SHORT, ML_SAMPLED, ML_SHORT, ML_STEADY,
                       PT_IS_HOST, PT_KMIN, PT_PNEXT, PT_QBYTES, PT_RATE, ST_NOW, ST_WH_NLIVE, WP_ALONE, WP_FLOWS,
-                      WP_NSAMP, WP_PORTS)
+                      WP_NFLOWS, WP_NSAMP, WP_PORTS)
+from .fluid import fluid_pass
 from .jump import freeze, half_change, window_stats
 from .partitions import ensure_sampling, log, record
 
@@ -119,12 +121,18 @@ def sample(net, flows, events, cfg, state, parts):
         free = short and settled(net, flows, cfg, parts, k)
         known = short and (free or (ci[CI_MEMO] & MEMO_SHORT) != 0)
         wp[k, WP_NSAMP] += 1
+        n_fluid = 0
         f = wp[k, WP_FLOWS]
         while f >= 0:
+            if ft[f, FT_FLUID] != 0:  # fast-forwarded on its own (fluid): steady by definition
+                n_fluid += 1
+                f = ft[f, FT_PNEXT]
+                continue
             n = ft[f, FT_NSAMP]
             una = ft[f, FT_SND_UNA]
             if n > 0:
                 sr[f, (n - 1) % l] = (una - ft[f, FT_SAMP_UNA]) * 8e9 / tau
+                ft[f, FT_WSAMP] += 1
             ft[f, FT_SAMP_UNA] = una
             ft[f, FT_SAMP_T] = state[ST_NOW]
             ft[f, FT_NSAMP] = n + 1
@@ -133,12 +141,15 @@ def sample(net, flows, events, cfg, state, parts):
             if known:
                 known = _flat(sr, f, (n - n_short) % l, n_short, l, theta, resolution)
             f = ft[f, FT_PNEXT]
-        if known and not free:  # flat over a short window: the memo may know this steady state
+        if known and not free and n_fluid == 0:  # flat over a short window: the memo may know this steady state
             log(parts, cfg, state, ML_SHORT, k)
         n = l if steady else n_short
-        if (steady or (known and free)) and freeze(net, flows, events, cfg, state, parts, k, n):
+        if (steady or (known and free)) and n_fluid < wp[k, WP_NFLOWS] and freeze(net, flows, events, cfg, state,
+                                                                                   parts, k, n):
             log(parts, cfg, state, ML_STEADY, k)
             continue  # k left the live list; live[i] is now another partition
+        if ci[CI_WH_FLUID] != 0:  # not steady as a whole: steady flows among steady neighbours
+            fluid_pass(net, flows, events, cfg, state, parts, k)
         i += 1
     if (ci[CI_MEMO] & MEMO_SAMPLES) != 0:  # the memo snapshots the transients it is learning
         record(parts, state, ML_SAMPLED, -1, 0)

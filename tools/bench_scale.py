@@ -1,0 +1,215 @@
+#!/usr/bin/env python
+"""Wormhole mode against full simulation at 128 GPUs and beyond, where flows contend.
+
+Rows (one training iteration each, both CCs unless ``--cc``): the AICB GPT-13B workload
+(``import aicb ../shared/external-traces/aicb/G13B-M1-C01_...txt --gpus 128``: a DP reduce-scatter
+of 6.5 GB and all-gather of 3.2 GB per rank) and a DDP GPT-13B iteration (``gen gpt --model gpt-13b
+--gpus 128 --tp 8 --pp 2 --microbatches 4``: 25 MB buckets), each on a rail fabric and on a k=8
+fat-tree, and an MoE iteration (``gen moe --model mixtral-8x7b --gpus 128 --tp 2 --ep 8``) on the
+fat-tree; and, wormhole mode only, a 1024-GPU GPT-175B iteration (``gen gpt --model gpt-175b
+--gpus 1024 --tp 8 --pp 8``) on a k=16 fat-tree, checked against 15 minutes and 4 GB.
+
+Every run is the ``wormhole-replay`` command in a fresh process (its wall time and peak RSS
+measured), so the figures are what a user gets.  Full runs (10-60 minutes each here) and their
+noise-floor draws (the same run with one compute op 1 ns longer, as ``audit --noise-floor``) are
+cached under ``--cache`` in a folder named by a digest of their inputs (trace, topology, CC, the
+package version): a later run of this tool reuses them, and its speedups then compare a cached
+full wall time with a fresh one, which is only fair on a quiet machine (``events avoided`` does
+not depend on the machine).  Per row: full and wormhole wall time, speedup, events avoided,
+per-flow FCT error (mean and p99), mean-FCT error, largest iteration-time error, and the noise
+floor's same statistics; ``verdict`` holds the run to the contention issue's bounds: per statistic
+the larger of the absolute bound (FCT mean 1%, p99 5%, iteration 1%) and the noise floor, and the
+mean FCT within 1% always.
+
+    python tools/bench_scale.py                               # every row, both CCs (hours)
+    python tools/bench_scale.py --only aicb --cc hpcc --topology fat-tree
+    python tools/bench_scale.py --only moe --memo              # wormhole with a fresh memo database
+    python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+AICB = REPO.parent / "shared" / "external-traces" / "aicb" / "G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
+TOPOLOGIES = {"rail": "rail:servers=16,gpus_per_server=8", "fat-tree": "fat-tree:k=8,gpus_per_server=8",
+              "fat-tree-16": "fat-tree:k=16,gpus_per_server=8"}
+WORKLOADS = {  # name -> (how the trace is made, topologies)
+    "aicb": (["import", "aicb", str(AICB), "--gpus", "128"], ("rail", "fat-tree")),
+    "ddp": (["gen", "gpt", "--model", "gpt-13b", "--gpus", "128", "--tp", "8", "--pp", "2", "--microbatches", "4"],
+            ("rail", "fat-tree")),
+    "moe": (["gen", "moe", "--model", "mixtral-8x7b", "--gpus", "128", "--tp", "2", "--ep", "8"], ("fat-tree",)),
+    "gpt175b": (["gen", "gpt", "--model", "gpt-175b", "--gpus", "1024", "--tp", "8", "--pp", "8"], ("fat-tree-16",)),
+}
+WORMHOLE_ONLY = {"gpt175b"}  # its full run would take hours: checked against time and memory instead
+BOUNDS = {"fct_mean": 0.01, "fct_p99": 0.05, "iteration": 0.01}  # absolute; each widened to the noise floor
+LIMIT_1024 = {"wall_s": 15 * 60, "rss_mb": 4096}
+
+
+def _cli(args, log: Path) -> dict:
+    """``wormhole-replay ARGS`` in a fresh process: its wall seconds and peak RSS (MB)."""
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        p = subprocess.Popen([sys.executable, "-m", "wormhole_replay", *args], stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(p.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench_scale: wormhole-replay {' '.join(args[:3])} ... failed, see {log}")
+    return {"wall_s": time.perf_counter() - t0, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def _digest(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def trace(cache: Path, name: str, scale: float) -> Path:
+    """The workload's trace file (made once, kept in the cache)."""
+    from wormhole_replay import __version__
+
+    how = WORKLOADS[name][0]
+    d = cache / "traces" / _digest(how, scale, __version__)
+    path = d / f"{name}.parquet"
+    if not path.is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        _cli([*how, "-o", str(d / "raw.parquet")], d / "make.log")
+        if scale != 1:
+            from wormhole_replay.workload.trace import Trace, load_trace, save_trace
+
+            t = load_trace(d / "raw.parquet")
+            ops = t.ops.copy()
+            ops["bytes"] = (ops["bytes"] / scale).round().astype("int64")
+            save_trace(Trace(ops, t.meta), d / "scaled.parquet")
+            (d / "scaled.parquet").rename(path)
+        else:
+            (d / "raw.parquet").rename(path)
+    return path
+
+
+def replay(cache: Path, trace_path: Path, topo: str, cc: str, mode: str, extra=(), key=None) -> dict:
+    """One replay's outputs and measures; full runs (``key`` given) come from the cache if there."""
+    from wormhole_replay import __version__
+
+    if key is not None:
+        d = cache / "runs" / _digest(trace_path.name, trace_path.stat().st_size, topo, cc, mode, list(extra), key,
+                                     __version__)
+        if (d / "measure.json").is_file():
+            return {**json.loads((d / "measure.json").read_text()), "dir": d, "cached": True}
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        d = Path(tempfile.mkdtemp(prefix=f"bench-scale-{mode}-", dir=cache))
+    d.mkdir(parents=True, exist_ok=True)
+    measure = _cli(["replay", str(trace_path), "--topology", TOPOLOGIES[topo], "--cc", cc, "--mode", mode,
+                    "--out", str(d), "--json", "--quiet", *extra], d / "run.log")
+    summary = json.loads((d / "run.log").read_text().strip().splitlines()[-1])
+    measure.update({"events": summary["events"], "wormhole": summary.get("wormhole")})
+    (d / "measure.json").write_text(json.dumps(measure))  # written last: the folder is complete
+    return {**measure, "dir": d, "cached": False}
+
+
+def perturbed(cache: Path, trace_path: Path) -> Path:
+    """The trace with one compute op 1 ns longer (the noise floor's draw, as ``audit``)."""
+    from wormhole_replay.audit.compare import perturb_ops
+    from wormhole_replay.workload.trace import Trace, load_trace, save_trace
+
+    path = trace_path.with_name(trace_path.stem + "-noise.parquet")
+    if not path.is_file():
+        t = load_trace(trace_path)
+        ops, _ = perturb_ops(t.ops, 1)
+        save_trace(Trace(ops, t.meta), path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").rename(path)
+    return path
+
+
+def errors(full: dict, other: dict) -> dict:
+    """Per-flow FCT error mean and p99 (network flows), mean-FCT error, largest iteration error."""
+    from wormhole_replay.audit.compare import error_stats, iteration_stats, match_flows, match_iterations
+
+    read = lambda r: (pd.read_parquet(r["dir"] / "flows.parquet"), pd.read_csv(r["dir"] / "iterations.csv"))
+    (ff, fi), (of, oi) = read(full), read(other)
+    m = match_flows(ff, of)
+    net = m[~m["virtual"]]
+    s = error_stats(net["error"])
+    mean_fct = float(net["fct_wormhole"].mean() / net["fct_full"].mean() - 1)
+    return {"fct_mean": s["mean"], "fct_p99": s["p99"], "mean_fct": mean_fct,
+            "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
+
+
+def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: bool) -> dict:
+    t = trace(cache, name, scale)
+    wormhole = replay(cache, t, topo, cc, "wormhole", () if memo else ("--no-memo",))
+    out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
+           "wormhole_rss_mb": wormhole["rss_mb"], "wormhole_events": wormhole["events"],
+           "fast_forwards": (wormhole["wormhole"] or {}).get("fast_forwards"),
+           "fluid_flows": (wormhole["wormhole"] or {}).get("fluid_flows")}
+    if name in WORMHOLE_ONLY:
+        out["verdict"] = "within 15 min / 4 GB" if all(wormhole[k] <= v for k, v in LIMIT_1024.items()) else \
+            "BEYOND 15 min / 4 GB"
+        return out
+    full = replay(cache, t, topo, cc, "full", key="full")
+    out.update({"full_s": full["wall_s"], "full_cached": full["cached"], "full_events": full["events"],
+                "speedup": full["wall_s"] / wormhole["wall_s"],
+                "events_avoided": 1 - wormhole["events"] / full["events"], **errors(full, wormhole)})
+    floor = {}
+    if noise:
+        floor = errors(full, replay(cache, perturbed(cache, t), topo, cc, "full", key="noise-1ns"))
+        out.update({f"noise_{k}": v for k, v in floor.items()})
+    beyond = [k for k, bound in BOUNDS.items() if out[k] is not None and out[k] > max(bound, floor.get(k) or 0.0)]
+    if abs(out["mean_fct"]) > 0.01:
+        beyond.append("mean_fct")
+    out["verdict"] = "within bounds" if not beyond else "BEYOND: " + ", ".join(beyond)
+    shutil.rmtree(wormhole["dir"], ignore_errors=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="+", choices=sorted(WORKLOADS), help="workloads (default: all)")
+    ap.add_argument("--topology", nargs="+", choices=sorted(TOPOLOGIES), help="topologies (default: each workload's)")
+    ap.add_argument("--cc", nargs="+", choices=["hpcc", "dcqcn"], default=["hpcc", "dcqcn"])
+    ap.add_argument("--scale", type=float, default=1.0, help="divide every collective's bytes by this (default 1)")
+    ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
+    ap.add_argument("--no-noise-floor", action="store_true", help="skip the noise-floor runs")
+    ap.add_argument("--cache", type=Path, default=REPO / "out" / "bench-scale", help="where full runs are kept")
+    ap.add_argument("--json", type=Path, help="also write the rows here")
+    a = ap.parse_args()
+    if a.scale <= 0:
+        print("bench_scale: --scale must be positive", file=sys.stderr)
+        return 2
+    if "aicb" in (a.only or WORKLOADS) and not AICB.is_file():
+        print(f"bench_scale: {AICB}: no such trace (../shared/external-traces)", file=sys.stderr)
+        return 2
+    a.cache.mkdir(parents=True, exist_ok=True)
+    rows = []
+    cols = ("workload", "topology", "cc", "full_s", "wormhole_s", "speedup", "events_avoided", "fct_mean", "fct_p99",
+            "mean_fct", "iteration", "noise_fct_mean", "noise_fct_p99", "noise_iteration", "wormhole_rss_mb", "verdict")
+    print(" ".join(f"{c:>14}" for c in cols))
+    for name in a.only or WORKLOADS:
+        for topo in WORKLOADS[name][1]:
+            if a.topology and topo not in a.topology:
+                continue
+            for cc in a.cc:
+                r = row(a.cache, name, topo, cc, a.scale, a.memo, not a.no_noise_floor)
+                rows.append(r)
+                cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
+                                  f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else
+                                  f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]))
+                print(" ".join(f"{cell(c):>14}" for c in cols), flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
