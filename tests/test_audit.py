@@ -21,6 +21,10 @@ from wormhole_replay.workload.trace import new_ops
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_TOPO = "rail:servers=2,gpus_per_server=4"
+# The small trace's flows with a source port each (the reference's numbering) meet on shared links,
+# so its audit has transients to learn and a chaotic full run; with NCCL's connection ports (the
+# default) its rings never contend, the memo has nothing to learn and the noise floor is 0.
+FLOW_PORTS = ("--ports", "flow")
 PLOTS = {"plot-fct-cdf", "plot-fct-scatter", "plot-iterations", "plot-collectives", "plot-timeline"}
 
 
@@ -263,7 +267,7 @@ def small_trace(tmp_path_factory):
 def first_audit(small_trace, tmp_path_factory):
     """One audit of the small trace with spot checks: its folder and JSON."""
     out = tmp_path_factory.mktemp("audit") / "a1"
-    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out),
+    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--out", str(out),
                                  "--spot-check", "2", "--json", "--quiet"])
     assert rc == 0, stderr
     return out, json.loads(stdout)
@@ -299,7 +303,7 @@ def test_the_full_run_keeps_its_breakdown_and_bandwidths(first_audit):
 def test_baseline_is_reused_without_a_full_run(first_audit, small_trace, tmp_path):
     base, first = first_audit
     out = tmp_path / "a2"
-    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out),
+    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--out", str(out),
                                  "--baseline", str(base), "--memo-db", str(tmp_path / "memo.sqlite"), "--quiet"])
     assert rc == 0, stderr
     assert "FCT error over" in stdout and f"report: {out / 'report.html'}" in stdout
@@ -320,7 +324,7 @@ def test_noise_floor_draws_are_saved_and_reused(first_audit, small_trace, tmp_pa
     """--noise-floor N: N perturbed full runs (one op 1 ns, 10 ns, ... longer), the floor at its widest, each draw
     saved with the baseline and reused by a later audit that asks for as many or more."""
     base, _ = first_audit
-    common = [str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--no-memo", "--json", "--quiet"]
+    common = [str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--no-memo", "--json", "--quiet"]
     rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "n2"), "--baseline", str(base), "--noise-floor", "2"])
     assert rc == 0, stderr
     two = json.loads(stdout)
@@ -359,7 +363,7 @@ def test_noise_floor_draws_are_saved_and_reused(first_audit, small_trace, tmp_pa
 def test_a_baseline_made_with_other_inputs_is_refused(first_audit, small_trace, tmp_path, topology, cc, extra, says):
     base, _ = first_audit
     out = tmp_path / "refused"
-    rc, stdout, stderr = _audit([str(small_trace), "--topology", topology, "--cc", cc, *extra, "--out", str(out),
+    rc, stdout, stderr = _audit([str(small_trace), "--topology", topology, *FLOW_PORTS, "--cc", cc, *extra, "--out", str(out),
                                  "--baseline", str(base / "full"), "--quiet"])
     assert rc == 2 and stdout == ""
     assert stderr.count("\n") == 1 and says in stderr, stderr
@@ -369,11 +373,11 @@ def test_a_baseline_made_with_other_inputs_is_refused(first_audit, small_trace, 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, small_trace):
     out = tmp_path / "never"
     r = subprocess.run([sys.executable, "-m", "wormhole_replay", "audit", str(tmp_path / "missing.parquet"),
-                        "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out)],
+                        "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--out", str(out)],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "no such trace file" in r.stderr, r.stderr
-    common = [str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out), "--quiet"]
+    common = [str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--out", str(out), "--quiet"]
     for extra, says in ((["--max-mean-error", "lots"], "expected a fraction"),
                         (["--spot-check", "2", "--no-memo"], "needs a memo database"),
                         (["--baseline", str(tmp_path / "nothing")], "no such baseline folder"),
@@ -403,7 +407,7 @@ def test_a_poisoned_memo_entry_is_caught_and_named(first_audit, small_trace, tmp
         dst.execute("UPDATE entries SET value_json = ? WHERE digest = ?", (json.dumps(value), digest))
         dst.commit()
     out = tmp_path / "poisoned"
-    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, "--cc", "hpcc", "--out", str(out),
+    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--out", str(out),
                                  "--baseline", str(base), "--memo-db", str(db),
                                  "--max-mean-error", f"{limit * 100:.4f}%", "--json", "--quiet"])
     assert rc == 1

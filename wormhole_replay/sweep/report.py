@@ -14,7 +14,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..audit.report import CSS, _e, _figure, _figure_html, _message, _png, _table
+from ..htmlpage import esc as _e
+from ..htmlpage import figure as _figure
+from ..htmlpage import figure_html as _figure_html
+from ..htmlpage import message as _message
+from ..htmlpage import page
+from ..htmlpage import png as _png
+from ..htmlpage import table as _table
 
 MAX_PLOTS = 12  # varied fields drawn at most
 BEST = (  # (column, what it is, unit scale, unit) minimised over the points that ran
@@ -123,11 +129,7 @@ def render(spec, df: pd.DataFrame, summary: dict) -> str:
              f"{ylabel[0].upper() + ylabel[1:]} of each finished point (dots) and their mean (bars), by its value of "
              f"<code>{_e(name)}</code>.") for i, name in enumerate(spec.varied[:MAX_PLOTS])]
     s = summary
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>wormhole-replay sweep: {_e(spec.path.name)}</title>",
-        f"<style>{CSS}</style></head><body>",
+    return page(f"wormhole-replay sweep: {spec.path.name}", [
         f"<h1>Sweep: {_e(spec.path.name)}</h1>",
         f'<p class="small">{s["points"]} points of <code>{_e(spec.run)}</code>: {s["ok"]} ok, {s["failed"]} failed, '
         f'{s["pending"]} not run; this run: {s["ran"]} point(s) in {s["wall_seconds"]:,.1f} s, {s["skipped"]} '
@@ -139,6 +141,4 @@ def render(spec, df: pd.DataFrame, summary: dict) -> str:
         f"<h2>Spec</h2><pre>{_e(spec.text)}</pre>",
         '<p class="small">Beside this file: <code>sweep.parquet</code> (every metric of every point), '
         "<code>points/ID/</code> (each point's inputs, outputs and record).</p>",
-        "</body></html>",
-    ]
-    return "\n".join(parts)
+    ])
