@@ -124,7 +124,10 @@ FT_WSAMP = 48  # rate samples since the flow's neighbourhood (flows sharing its 
 FT_FLUID_CAP = 49  # longest fluid jump allowed next: doubles each time its re-measured rate holds
 FT_WINDOW = 50  # samples of the flat window found at the last rate sample (0: not steady); scratch
 FT_BNECK = 51  # the port of its data path that bounds its rate (the most loaded), found at the last sample
-FT_LEN = 52
+FT_FLUID_LAST = 52  # fluid: snd_nxt when it stopped sending (its last packet ends there)
+FT_FLUID_FIRST = 53  # ... snd_nxt when it sent again (its first packet starts there)
+FT_RESV = 54  # ... hops holding its reservation: bit j data-path hop j, bit 8 + j ACK-path hop j
+FT_LEN = 55
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate
@@ -135,8 +138,8 @@ FF_CUR_RATE = 4  # HPCC
 FF_U = 5
 FF_STEADY = 6  # wormhole: the steady rate (payload bps) a fast-forward credits
 FF_MEMO = 7  # memo: bytes a memoized transient credits over WP_TCONV
-FF_LEN = 8
-# wormhole: a fluid flow's steady rate is FF_STEADY too
+FF_FLUID = 8  # wormhole: the payload rate a fluid flow was credited and reserved at
+FF_LEN = 9
 
 # --- HPCC per-hop state: flows.hops int64[F or 1, FH_LEN], flows.hop_rates float64[.., FHF_LEN] ----
 # An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),

@@ -8,19 +8,18 @@ bit.  The packets in flight on a link sit in a FIFO (``PT_LN_HEAD``/``TAIL``), a
 arrival is pending (the ``ARRIVE[p]`` slot): a link delivers in order, so one event per link, not
 per packet, is on the queue.
 
-Wormhole mode may make a flow *fluid* (``wormhole/fluid``): it stops sending packets and takes its
-steady rate of each link it crosses as a reservation (``PT_FLUID``).  Packets then get the rest of
-the link (they serialise at ``rate - PT_FLUID``), and the bytes the link reports to HPCC's INT
-include the fluid ones (``carried_bytes``), so the live flows sharing it see it as loaded as it is.
+Wormhole mode may make a flow *fluid* (``wormhole/fluid``): its share of the link then serialises
+no packets (``share``), and each transmission tells the fluid machinery where a fluid flow's last
+packet, or a thawed flow's first, has got to (``fluid.on_transmit``).
 """
 
-import numpy as np
 from numba import njit
 
-from .layout import (PK_ARRIVE, PK_EVSEQ, PK_NEXT, PK_SIZE, PT_BUSY_UNTIL, PT_DELAY, PT_FLUID, PT_FLUID_BYTES,
-                     PT_FLUID_T, PT_IS_HOST, PT_LN_HEAD, PT_LN_TAIL, PT_QPKTS, PT_RATE, PT_TXBYTES, PT_TXDONE_SEQ,
-                     ST_CUR_SEQ, ST_NOW)
+from .layout import (CI_WH_FLUID, PK_ARRIVE, PK_EVSEQ, PK_NEXT, PK_SIZE, PT_BUSY_UNTIL, PT_DELAY, PT_IS_HOST,
+                     PT_LN_HEAD, PT_LN_TAIL, PT_QPKTS, PT_TXDONE_SEQ, ST_CUR_SEQ, ST_NOW)
 from .packets import NONE, tx_ns
+from .share import service_rate
+from .wormhole.fluid import on_transmit
 from .queue import pending, q_set
 from .slots import arrive_slot, next_seq
 
@@ -36,39 +35,8 @@ def port_ready(net, events, state, p):
     return bu < now or (bu == now and net.ports[p, PT_TXDONE_SEQ] < state[ST_CUR_SEQ])
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def service_rate(net, p):
-    """What port p's packets get of its link (bps): all of it, unless fluid flows take a share."""
-    fluid = net.ports[p, PT_FLUID]
-    rate = net.ports[p, PT_RATE]
-    if fluid <= 0:
-        return rate
-    left = rate - fluid
-    return left if left > rate // 100 else rate // 100
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def carried_bytes(net, p, now):
-    """Bytes port p's link has carried by ``now``: its packets and its fluid flows' share."""
-    ports = net.ports
-    if ports[p, PT_FLUID] <= 0 and ports[p, PT_FLUID_BYTES] == 0:
-        return ports[p, PT_TXBYTES]
-    return ports[p, PT_TXBYTES] + ports[p, PT_FLUID_BYTES] + np.int64(ports[p, PT_FLUID] * ((now - ports[p, PT_FLUID_T]) / 8e9))
-
-
 @njit(cache=True, _nrt=False)
-def reserve(net, p, bps, now):
-    """Fluid flows take ``bps`` more (or, negative, give it back) of port p's link from ``now``."""
-    ports = net.ports
-    ports[p, PT_FLUID_BYTES] += np.int64(ports[p, PT_FLUID] * ((now - ports[p, PT_FLUID_T]) / 8e9))
-    ports[p, PT_FLUID_T] = now
-    ports[p, PT_FLUID] += bps
-    if ports[p, PT_FLUID] < 0:
-        ports[p, PT_FLUID] = 0
-
-
-@njit(cache=True, _nrt=False)
-def transmit_start(net, events, cfg, state, p, i):
+def transmit_start(net, flows, events, cfg, state, p, i):
     """Put packet i on the wire out of port p: busy until its last bit, arriving a delay later."""
     ports, pk = net.ports, net.packets
     now = state[ST_NOW]
@@ -89,6 +57,8 @@ def transmit_start(net, events, cfg, state, p, i):
     # something is already waiting (otherwise an enqueue schedules it late, with the same seq).
     if ports[p, PT_IS_HOST] != 0 or ports[p, PT_QPKTS] > 0:
         q_set(events, p, now + tx, ports[p, PT_TXDONE_SEQ])
+    if cfg.ints[CI_WH_FLUID] != 0:
+        on_transmit(net, flows, cfg, state, p, i)
 
 
 @njit(cache=True, _nrt=False)

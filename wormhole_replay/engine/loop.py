@@ -46,7 +46,7 @@ def _transmit(net, flows, events, cfg, state, p):
     if net.ports[p, PT_IS_HOST] != 0:
         nic.dequeue_and_transmit(net, flows, events, cfg, state, net.nodes[net.ports[p, PT_NODE], NT_HOST])
     else:
-        switch.dequeue_and_transmit(net, events, cfg, state, p)
+        switch.dequeue_and_transmit(net, flows, events, cfg, state, p)
 
 
 @njit(cache=True, _nrt=False, inline="always")

@@ -98,7 +98,7 @@ def _send_data(net, flows, events, cfg, state, p, f):
     pk[i, PK_HOP] = 1  # paths[0] is this NIC's own port
     ft[f, FT_SND_NXT] += payload
     ft[f, FT_PKTS_SENT] += 1
-    transmit_start(net, events, cfg, state, p, i)
+    transmit_start(net, flows, events, cfg, state, p, i)
     ft[f, FT_LAST_PKT] = pk[i, PK_SIZE]
     r = np.int64(flows.rates[f, FF_RATE]) if ci[CI_RATE_BOUND] != 0 else np.int64(flows.rates[f, FF_MAX_RATE])
     ft[f, FT_NEXT_AVAIL] = now + tx_ns(pk[i, PK_SIZE], r)
@@ -116,7 +116,7 @@ def dequeue_and_transmit(net, flows, events, cfg, state, h):
     p = hosts[h, HT_PORT]
     base = p * NQ
     if net.queues[base + cfg.ints[CI_ACK_Q_IDX], QT_PAUSED] == 0 and net.queues[base, QT_HEAD] != NONE:
-        transmit_start(net, events, cfg, state, p, dequeue(net, p, 0))
+        transmit_start(net, flows, events, cfg, state, p, dequeue(net, p, 0))
         return
     res = _next_qp(net, flows, cfg, state, h)
     off = hosts[h, HT_QP_OFF]

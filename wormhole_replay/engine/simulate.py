@@ -123,6 +123,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         "virtual": virtual,
         "done_index": np.where(done, ft[:, L.FT_DONE_IDX], -1),
         "packets_sent": ft[:, L.FT_PKTS_SENT].copy(), "bytes_received": ft[:, L.FT_BYTES_RX].copy(),
+        "fast_forwarded_bytes": ft[:, L.FT_SKIPPED].copy(),  # credited by jumps (wormhole mode), not simulated
     })
     n = int(st[L.ST_NPFC])
     log = state.net.pfc_log[:n]
@@ -143,7 +144,9 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         "mode": "full" if plan.fast_forward is None else "wormhole",
     }
     if plan.fast_forward is not None:
-        counters["wormhole"] = {**wormhole_counters(st), "options": plan.fast_forward.as_dict()}
+        counters["wormhole"] = {**wormhole_counters(st), "options": plan.fast_forward.as_dict(),
+                                # fluid flows' link shares left at the end (0 unless one leaked)
+                                "fluid_reserved_bps_at_end": int(state.net.ports[:, L.PT_FLUID].sum())}
         if session is not None and session.lookups:
             counters["wormhole"].update(session.counters)
     return Result(flows=df, pfc=pfc, counters=counters, memo=session)

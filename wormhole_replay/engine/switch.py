@@ -15,7 +15,8 @@ from .layout import (CC_HPCC, CI_CC_MODE, CI_ECN, CI_INT_MULTI, FLAG_CE, INT_BYT
                      PK_FLAGS, PK_FLOW, PK_HOP, PK_INPORT, PK_INT, PK_KIND, PK_NHOP, PK_QUEUE, PK_SIZE, PT_KMAX,
                      PT_KMIN, PT_QBYTES, PT_RATE_IDX, PT_RRLAST, PT_TXBYTES, PTF_PMAX, QT_HEAD, QT_PAUSED,
                      ST_DROPS, ST_ECN_MARKS, ST_NOW)
-from .link import carried_bytes, transmit_start
+from .link import transmit_start
+from .share import carried_bytes
 from .packets import NONE, dequeue, enqueue, free
 from .pfc import admit, maybe_resume, release
 from .rng import ecn_uniform
@@ -86,7 +87,7 @@ def _push_int_hop(net, cfg, state, p, i):
 
 
 @njit(cache=True, _nrt=False)
-def dequeue_and_transmit(net, events, cfg, state, p):
+def dequeue_and_transmit(net, flows, events, cfg, state, p):
     """``QbbNetDevice::DequeueAndTransmit`` at a switch port: pick a queue, release the packet's
     buffer (``SwitchNotifyDequeue``: MMU, ECN mark, RESUME), push HPCC's INT hop, transmit."""
     q = _next_queue(net, p)
@@ -106,4 +107,4 @@ def dequeue_and_transmit(net, events, cfg, state, p):
     if pk[i, PK_KIND] == KIND_DATA and cfg.ints[CI_CC_MODE] == CC_HPCC:
         _push_int_hop(net, cfg, state, p, i)
     net.ports[p, PT_TXBYTES] += size
-    transmit_start(net, events, cfg, state, p, i)
+    transmit_start(net, flows, events, cfg, state, p, i)

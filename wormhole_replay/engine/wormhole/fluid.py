@@ -22,23 +22,25 @@ A flow's bottleneck (``FT_BNECK``) is the link of its data path most loaded for 
 flows' recent rates plus fluid reservations).  A flow becomes fluid at a rate sample when its own
 window is flat (the full window, or the short one if it cannot contend: no other flow's data on its
 switch ports under HPCC, line rate and no markable queue under DCQCN) and no live flow still moving
-sends data across its bottleneck.  What it gets wrong: the ~1 RTT in which its last packets drain
-while its reservation already holds (and the refill after thaw), and the share it would have lost
-or won as its neighbours drift by less than theta.
+sends data across its bottleneck.  Its reservation is taken hop by hop as its last packet (and the
+ACK of it) leaves each hop, and given back hop by hop as its first new packet does (``on_transmit``),
+so no link carries it twice, or not at all, while its pipe drains and refills.  What it gets wrong:
+the share it would have lost or won as its neighbours drift by less than theta, and whatever the
+CC of the live flows does against a load that no longer reacts to them.
 """
 
 import numpy as np
 from numba import njit
 
 from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_ACK_SIZE, CI_CC_MODE, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP,
-                      CI_WH_L, CI_WH_MIN_JUMP, CI_WH_SHORT, CI_WH_TAIL, CI_WH_TAU, FF_MAX_RATE, FF_RATE, FF_STEADY,
-                      FT_APATH, FT_BNECK, FT_BYTES_RX, FT_DPATH, FT_FLUID, FT_FLUID_CAP, FT_FLUID_T0, FT_HIGH_SEQ, FT_LAST_UPD,
+                      CI_WH_L, CI_WH_MIN_JUMP, CI_WH_SHORT, CI_WH_TAIL, CI_WH_TAU, FF_FLUID, FF_MAX_RATE, FF_RATE, FF_STEADY,
+                      FT_APATH, FT_BNECK, FT_BYTES_RX, FT_DPATH, FT_FLUID, FT_FLUID_CAP, FT_FLUID_FIRST, FT_FLUID_LAST, FT_FLUID_T0, FT_HIGH_SEQ, FT_LAST_UPD,
                       FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT, FT_RX_EXPECTED, FT_RX_LAST_NACK,
-                      FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, FT_SRC, FT_WINDOW, FT_WSAMP, NQ, NT_HOST,
-                      PK_FLOW, PK_NEXT, PK_SEQ, PT_IS_HOST, PT_KMIN, PT_LN_HEAD, PT_PEER, PT_PNEXT, PT_QBYTES,
+                      FT_RESV, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, FT_SRC, FT_WINDOW, FT_WSAMP, NQ, NT_HOST,
+                      KIND_DATA, PK_FLOW, PK_HOP, PK_KIND, PK_NEXT, PK_PAYLOAD, PK_SEQ, PT_IS_HOST, PT_KMIN, PT_LN_HEAD, PT_PEER, PT_PNEXT, PT_QBYTES,
                       PT_RATE, QT_HEAD, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_FLUID, ST_WH_FLUID_NOW, ST_WH_FLUID_THAWS,
                       WP_FLOWS, WP_PORTS, WP_STATE)
-from ..link import reserve
+from ..share import reserve
 from ..queue import q_remove, q_set
 from ..slots import T_FLUID, T_TIMERS, kick, qp_slot, wh_seq
 from .jump import DRIFT_BUDGET, NEVER, _park, _unpark, half_change, window_stats
@@ -62,16 +64,81 @@ def _ack_share(cfg):
     return cfg.ints[CI_ACK_SIZE] / cfg.ints[CI_PAYLOAD]
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _share(cfg, rate, data):
+    """A fluid flow's share (bps) of a link of its data path (data) or of its ACK path."""
+    return np.int64(rate * (_wire(cfg) if data else _ack_share(cfg)))
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _is_last(pk, i, data, last):
+    """Packet i is a flow's last data packet (ending at ``last``), or (not ``data``) the ACK of it."""
+    if data:
+        return pk[i, PK_KIND] == KIND_DATA and pk[i, PK_SEQ] + pk[i, PK_PAYLOAD] >= last
+    return pk[i, PK_KIND] != KIND_DATA and pk[i, PK_SEQ] >= last
+
+
 @njit(cache=True, _nrt=False)
-def _reserve_paths(net, flows, cfg, f, rate, now, sign):
-    """Take (sign 1) or give back (-1) flow f's share of the links of its data and ACK paths."""
+def _passed(net, flows, f, first, end, data, last):
+    """How many hops of the path ``paths[first:end]`` flow f's last packet has left: its last data
+    packet (``data``: the one ending at ``last``) or the ACK of it; all of them if it has arrived."""
+    ft, paths, pk = flows.table, flows.paths, net.packets
+    for j in range(end - first):
+        p = paths[first + j]
+        for q in range(NQ):
+            i = net.queues[p * NQ + q, QT_HEAD]
+            while i >= 0:
+                if pk[i, PK_FLOW] == f and _is_last(pk, i, data, last):
+                    return j
+                i = pk[i, PK_NEXT]
+        i = net.ports[p, PT_LN_HEAD]
+        while i >= 0:
+            if pk[i, PK_FLOW] == f and _is_last(pk, i, data, last):
+                return j + 1
+            i = pk[i, PK_NEXT]
+    if data:  # not on its way: delivered (or lost)
+        return end - first
+    return end - first if ft[f, FT_SND_UNA] >= last else 0
+
+
+@njit(cache=True, _nrt=False)
+def on_transmit(net, flows, cfg, state, p, i):
+    """Port p put packet i on the wire.  A fluid flow's reservation is taken at each hop as its last
+    packet (or the ACK of it) leaves that hop, and a thawed one's given back as its first new packet
+    (or the ACK of it) does, so that no link carries a flow twice, or not at all, meanwhile."""
+    pk, ft = net.packets, flows.table
+    f = pk[i, PK_FLOW]
+    if f < 0 or (ft[f, FT_FLUID] == 0 and ft[f, FT_RESV] == 0):
+        return
+    data = pk[i, PK_KIND] == KIND_DATA
+    bit = np.int64(1) << (pk[i, PK_HOP] - 1 + (0 if data else 8))
+    seq = pk[i, PK_SEQ]
+    held = (ft[f, FT_RESV] & bit) != 0
+    share = _share(cfg, flows.rates[f, FF_FLUID], data)
+    if ft[f, FT_FLUID] != 0:
+        if not held and _is_last(pk, i, data, ft[f, FT_FLUID_LAST]):
+            reserve(net, p, share, state[ST_NOW])
+            ft[f, FT_RESV] |= bit
+    elif held and (seq >= ft[f, FT_FLUID_FIRST] if data else seq > ft[f, FT_FLUID_FIRST]):
+        reserve(net, p, -share, state[ST_NOW])
+        ft[f, FT_RESV] &= ~bit
+
+
+@njit(cache=True, _nrt=False)
+def release_all(net, flows, cfg, state, f):
+    """Give back whatever flow f still holds (it finished, or stopped again, before its first new
+    packet got everywhere)."""
     ft, paths = flows.table, flows.paths
-    data = np.int64(rate * _wire(cfg)) * sign
-    acks = np.int64(rate * _ack_share(cfg)) * sign
-    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        reserve(net, paths[j], data, now)
-    for j in range(ft[f, FT_APATH], ports_end(flows, f)):
-        reserve(net, paths[j], acks, now)
+    if ft[f, FT_RESV] == 0:
+        return
+    now = state[ST_NOW]
+    for j in range(ft[f, FT_APATH] - ft[f, FT_DPATH]):
+        if (ft[f, FT_RESV] >> j) & 1:
+            reserve(net, paths[ft[f, FT_DPATH] + j], -_share(cfg, flows.rates[f, FF_FLUID], True), now)
+    for j in range(ports_end(flows, f) - ft[f, FT_APATH]):
+        if (ft[f, FT_RESV] >> (8 + j)) & 1:
+            reserve(net, paths[ft[f, FT_APATH] + j], -_share(cfg, flows.rates[f, FF_FLUID], False), now)
+    ft[f, FT_RESV] = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -82,8 +149,24 @@ def go_fluid(net, flows, events, cfg, state, parts, f, rate, plan_ns, cap):
     ft[f, FT_FLUID] = 1
     ft[f, FT_FLUID_T0] = now
     ft[f, FT_FLUID_CAP] = cap
+    ft[f, FT_FLUID_LAST] = ft[f, FT_SND_NXT]
     ff[f, FF_STEADY] = rate
-    _reserve_paths(net, flows, cfg, f, rate, now, 1)
+    release_all(net, flows, cfg, state, f)  # what a previous thaw has not given back yet
+    ff[f, FF_FLUID] = rate
+    # the hops its last packet (and the ACK of it) has left carry its share from now; the others
+    # as it leaves them (on_transmit)
+    paths, last = flows.paths, ft[f, FT_SND_NXT]
+    d0, a0, end = ft[f, FT_DPATH], ft[f, FT_APATH], ports_end(flows, f)
+    held = np.int64(0)
+    n = _passed(net, flows, f, d0, a0, True, last)
+    for j in range(n):
+        reserve(net, paths[d0 + j], _share(cfg, rate, True), now)
+        held |= np.int64(1) << j
+    if n == a0 - d0:
+        for j in range(_passed(net, flows, f, a0, end, False, last)):
+            reserve(net, paths[a0 + j], _share(cfg, rate, False), now)
+            held |= np.int64(1) << (8 + j)
+    ft[f, FT_RESV] = held
     for t in range(T_TIMERS):  # its CC state stays as it is now
         _park(events, qp_slot(cfg, f, t))
     # the loads its data path's links carry now: a move of more than theta thaws it (fluid_pass)
@@ -123,7 +206,7 @@ def thaw_fluid(net, flows, events, cfg, state, parts, f, early):
     now = state[ST_NOW]
     shift = now - ft[f, FT_FLUID_T0]
     payload = ci[CI_PAYLOAD]
-    rate = ff[f, FF_STEADY]
+    rate = ff[f, FF_FLUID]
     b = np.int64(rate * shift / 8e9) // payload * payload
     room = ft[f, FT_SIZE] - ft[f, FT_SND_NXT] - payload
     if b > room:
@@ -142,8 +225,8 @@ def thaw_fluid(net, flows, events, cfg, state, parts, f, early):
         ft[f, FT_RX_NACK_TIMER] += shift
     ft[f, FT_NEXT_AVAIL] = now
     _shift_flow_packets(net, flows, f, b)
+    ft[f, FT_FLUID_FIRST] = ft[f, FT_SND_NXT]  # its reservation goes as its first new packet goes (on_transmit)
     state[ST_WH_EV_SKIPPED] += (b // payload) * 2 * (ports_end(flows, f) - ft[f, FT_DPATH])
-    _reserve_paths(net, flows, cfg, f, rate, now, -1)
     for t in range(T_TIMERS):
         _unpark(events, qp_slot(cfg, f, t), shift)
     q_remove(events, qp_slot(cfg, f, T_FLUID))

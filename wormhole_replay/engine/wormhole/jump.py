@@ -25,7 +25,7 @@ from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, 
                       PT_NODE, PT_PNEXT, PT_RATE, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
-from ..link import service_rate
+from ..share import service_rate
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
 from .partitions import FROZEN, LIVE, ensure_sampling, live_add, live_remove, log, ports_end

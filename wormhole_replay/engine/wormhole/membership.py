@@ -15,7 +15,7 @@ from numba import njit
 
 from ..layout import (CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
                       WP_NFLOWS, WP_PORTS, WP_STATE)
-from .fluid import neighbourhood_changed
+from .fluid import neighbourhood_changed, release_all
 from .jump import thaw
 from .partitions import (FROZEN, changed, ensure_sampling, flow_link, flow_unlink, merge, part_free, part_new,
                          port_link, port_unlink, ports_end, transient)
@@ -71,6 +71,7 @@ def flow_finished(net, flows, events, cfg, state, parts, f):
     k = ft[f, FT_PART]
     if k < 0:
         return
+    release_all(net, flows, cfg, state, f)
     flow_unlink(parts, flows, f)
     end = ports_end(flows, f)
     for j in range(ft[f, FT_DPATH], end):

@@ -1,0 +1,43 @@
+"""A link shared between packets and fluid flows (wormhole mode, ``wormhole/fluid``).
+
+A fluid flow sends no packets; it takes its steady rate of each link it crosses as a reservation
+(``PT_FLUID``).  Packets then get the rest of the link (they serialise at ``rate - PT_FLUID``), and
+the bytes the link reports to HPCC's INT include the fluid ones (``carried_bytes``), so the live
+flows sharing it see it as loaded as it is.  With no fluid flow, nothing changes.
+"""
+
+import numpy as np
+from numba import njit
+
+from .layout import PT_FLUID, PT_FLUID_BYTES, PT_FLUID_T, PT_RATE, PT_TXBYTES
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def service_rate(net, p):
+    """What port p's packets get of its link (bps): all of it, unless fluid flows take a share."""
+    fluid = net.ports[p, PT_FLUID]
+    rate = net.ports[p, PT_RATE]
+    if fluid <= 0:
+        return rate
+    left = rate - fluid
+    return left if left > rate // 100 else rate // 100
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def carried_bytes(net, p, now):
+    """Bytes port p's link has carried by ``now``: its packets and its fluid flows' share."""
+    ports = net.ports
+    if ports[p, PT_FLUID] <= 0 and ports[p, PT_FLUID_BYTES] == 0:
+        return ports[p, PT_TXBYTES]
+    return ports[p, PT_TXBYTES] + ports[p, PT_FLUID_BYTES] + np.int64(ports[p, PT_FLUID] * ((now - ports[p, PT_FLUID_T]) / 8e9))
+
+
+@njit(cache=True, _nrt=False)
+def reserve(net, p, bps, now):
+    """Fluid flows take ``bps`` more (or, negative, give it back) of port p's link from ``now``."""
+    ports = net.ports
+    ports[p, PT_FLUID_BYTES] += np.int64(ports[p, PT_FLUID] * ((now - ports[p, PT_FLUID_T]) / 8e9))
+    ports[p, PT_FLUID_T] = now
+    ports[p, PT_FLUID] += bps
+    if ports[p, PT_FLUID] < 0:
+        ports[p, PT_FLUID] = 0
