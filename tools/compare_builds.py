@@ -6,8 +6,9 @@ Each build is a git revision (or ``WORKTREE`` for the working tree), checked out
 folder and run from there (``PYTHONPATH``), so both use this environment's libraries.  For each
 build: the compile time (a small run with the build's Numba cache emptied, minus the same run
 with the cache warm), then ``--repeat`` whole-process runs of each scenario, alternating builds so
-that a drift in the machine's speed hits both alike.  Prints the fastest and median wall time per
-build and scenario, their ratio, and whether both builds wrote the same ``fct.txt``.
+that a drift in the machine's speed hits both alike.  Prints the fastest and
+median CPU time (user + system of the whole process: steadier than wall time on a loaded machine)
+per build and scenario, their ratio, and whether both builds wrote the same ``fct.txt``.
 
     python tools/compare_builds.py HEAD~1 WORKTREE                 # S4 both CCs, 3 repeats
     python tools/compare_builds.py abc123 def456 --runs S1_dcqcn S5_dcqcn --repeat 5
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,16 +44,22 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(tree: Path, folder: Path, out: Path) -> float:
-    """One full-mode ``simulate`` of a reference run with the build in ``tree``: wall seconds."""
+    """One full-mode ``simulate`` of a reference run with the build in ``tree``: the child's CPU
+    seconds (user + system), which other work on a loaded machine moves far less than wall time."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
            str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", "full", "--out", str(out), "--quiet"]
-    t0 = time.perf_counter()
+    t0 = _cpu()
     p = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"compare_builds: {tree.name} on {folder.name}: {p.stderr.strip()}")
-    return time.perf_counter() - t0
+    return _cpu() - t0
 
 
 def clear_cache(tree: Path) -> None:
@@ -67,6 +74,7 @@ def main() -> int:
     ap.add_argument("--runs", nargs="+", default=["S4_dcqcn", "S4_hpcc"], help="reference runs to time")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--compile-run", default="S1_hpcc", help="the small run timed cold and warm")
+    ap.add_argument("--compile-repeat", type=int, default=1, help="cold compiles per build (the fastest counts)")
     a = ap.parse_args()
     folders = [RUNS / r for r in [a.compile_run, *a.runs]]
     missing = [f.name for f in folders if not (f / "config.txt").is_file()]
@@ -77,12 +85,16 @@ def main() -> int:
         tmp = Path(tmp)
         trees = {name: checkout(rev, tmp / name) for name, rev in (("before", a.before), ("after", a.after))}
         print(f"before = {a.before}, after = {a.after}")
-        for name, tree in trees.items():  # compile from an empty cache (both CCs), then the warm run
-            clear_cache(tree)
-            cold = run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o")
+        colds = {name: [] for name in trees}
+        for _ in range(a.compile_repeat):  # compile from an empty cache (both CCs), builds alternating
+            for name, tree in trees.items():
+                clear_cache(tree)
+                colds[name].append(run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o"))
+        for name, tree in trees.items():  # then the warm run
+            cold = min(colds[name])
             warm = run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o")
             print(f"{name:>6}: first runs from an empty cache {cold:6.1f} s, warm {warm:5.1f} s: "
-                  f"compile ~{cold - warm:5.1f} s", flush=True)
+                  f"compile ~{cold - warm:5.1f} s CPU", flush=True)
         for folder in folders[1:]:
             walls = {name: [] for name in trees}
             for _ in range(a.repeat):

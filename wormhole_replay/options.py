@@ -27,8 +27,11 @@ def add_wormhole_options(p) -> None:
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
-    g.add_argument("--ff-no-fluid", action="store_true", help="fast-forward whole partitions only, never one steady "
-                   "flow among others (fluid flows: engine/wormhole/fluid.py)")
+    fluid = g.add_mutually_exclusive_group()
+    fluid.add_argument("--ff-no-fluid", action="store_true", help="fast-forward whole partitions only, never one steady "
+                       "flow among others (fluid flows, engine/wormhole/fluid.py: on by default under HPCC only)")
+    fluid.add_argument("--ff-fluid", action="store_true", help="fluid flows under DCQCN and DCTCP too (not measured "
+                       "to be within the accuracy bounds there: see README)")
     m = p.add_argument_group("memo (wormhole mode)")
     m.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
                    "(default: memo.sqlite in the output folder)")
@@ -56,7 +59,7 @@ def fast_forward_options(args):
     except ValueError as e:
         raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
     given = {"theta": args.ff_theta, "samples": args.ff_samples, "window_ns": window, "tail_ns": tail,
-             "fluid": False if getattr(args, "ff_no_fluid", False) else None}
+             "fluid": False if getattr(args, "ff_no_fluid", False) else True if getattr(args, "ff_fluid", False) else None}
     return FastForward(**{k: v for k, v in given.items() if v is not None})
 
 
