@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         k = gsub.add_parser(kind, help=f"a Megatron-style {kind.upper()} iteration (TP/PP/DP{'/EP' if kind == 'moe' else ''}, 1F1B)")
         k.add_argument("--model", help="preset: " + ", ".join(_presets(kind)))
         for opt in ("layers", "hidden", "seq", "vocab") + (("experts", "topk") if kind == "moe" else ()):
-            k.add_argument(f"--{opt}", type=int, help=f"custom shape: {opt} (overrides the preset's)")
+            k.add_argument(f"--{opt}", type=int, help=f"custom shape: {opt} (overrides the preset's)"
+                           + ("; without a preset 2, Mixtral's" if opt == "topk" else ""))
         k.add_argument("--gpus", type=int, required=True)
         k.add_argument("--tp", type=int, default=1)
         k.add_argument("--pp", type=int, default=1)
