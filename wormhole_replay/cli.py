@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import InputError
+from .errors import InputError, InputWarning
 from .files import sha256_file
 from .files import write_atomic as _write_atomic
 from .audit import command as _audit
@@ -134,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
         k.add_argument("inputs", nargs="+", help="input file(s)")
         k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
         if fmt in ("aicb", "chakra"):
-            k.add_argument("--gpus", type=int, help="GPU count (AICB files whose header does not say; "
+            k.add_argument("--gpus", type=int, help="GPU count (AICB: the job size, over the header's all_gpus; "
+                           "without either the size stays open and replay takes it from the topology; "
                            "a Chakra job larger than its files)")
 
     r = sub.add_parser("replay", help="replay a training trace through the packet network",
@@ -145,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
     r.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
     r.add_argument("--iterations", type=int, help="replay only the first N iterations of the trace")
+    r.add_argument("--gpus", type=int, help="job size of a trace that leaves it open (an AICB file without "
+                   "all_gpus; default: every host of the topology)")
     r.add_argument("--intra-bw", help="intra-server link rate, e.g. 2880Gbps (default: the trace's, else 2880Gbps)")
     r.add_argument("--intra-latency", help="intra-server link latency, e.g. 25ns (default: the trace's, else 25ns)")
     r.add_argument("--out", default="out", help="output folder (default ./out)")
@@ -250,6 +253,11 @@ def _save(trace, output, what: str) -> None:
         save_trace(trace, Path(output))
     except OSError as e:
         raise InputError(f"cannot write {output}: {e.strerror}") from None
+    if trace.is_program:  # one program per pipeline stage, made per-rank at replay
+        size = trace.meta.get("ranks")
+        job = f"a job of {size} GPUs" if size else "job size open: replay takes it from the topology or --gpus"
+        print(f"{output}: {len(trace.ops):,} ops in {trace.meta['program']['pp']} stage program(s) ({job}), {what}")
+        return
     print(f"{output}: {len(trace.ops):,} ops on {trace.ranks} ranks, {what}")
 
 
@@ -300,7 +308,8 @@ def cmd_replay(args) -> int:
     out = Path(args.out)
     res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
-                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports)
+                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports,
+                 gpus=args.gpus)
     tables = {"flows": res.flows, "collectives": res.collectives, "iterations": res.iterations,
               "breakdown": res.breakdown, "layers": res.layers, "fct": format_fct(res.flows),
               "pfc": format_pfc(res.pfc), "pfc_intervals": res.pfc_intervals, "deps": res.deps, "ports": res.ports}
@@ -336,6 +345,30 @@ def cmd_replay(args) -> int:
     return 0
 
 
+class _input_warnings_as_lines:
+    """Importers' warnings about fields they do not know (``errors.InputWarning``) as one line each
+    on stderr, once the command has succeeded (on bad input the error line is all there is)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._catch = warnings.catch_warnings(record=True)
+        self._seen = self._catch.__enter__()
+        warnings.simplefilter("always", InputWarning)
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self._catch.__exit__(kind, value, tb)
+        for w in self._seen:
+            if kind is None and issubclass(w.category, InputWarning):
+                print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+            elif not issubclass(w.category, InputWarning):  # others as Python shows them
+                import warnings
+
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        return False
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -345,8 +378,9 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
-                "report": _report.run, "sweep": _sweep.run}.get(args.command, cmd_simulate)(args)
+        with _input_warnings_as_lines():
+            return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
+                    "report": _report.run, "sweep": _sweep.run}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

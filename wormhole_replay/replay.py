@@ -19,6 +19,7 @@ from .observe.pfc import pausable_queues, pfc_intervals
 from .topology.tiers import ports_table
 from .workload.expand import trace_to_flows
 from .workload.ports import PORT_MODELS
+from .workload.program import instantiate
 from .workload.trace import Trace, load_trace, repeat_iterations
 
 
@@ -71,7 +72,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           ports: str = "connection", on_slice=None) -> ReplayResult:
+           ports: str = "connection", on_slice=None, gpus: int | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
@@ -80,7 +81,9 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
-    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices."""
+    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices;
+    ``gpus`` sizes a trace that leaves its job size open (an AICB file without ``all_gpus``; default:
+    every host of the topology)."""
     digest = None
     if not isinstance(trace, Trace):
         path, trace = trace, load_trace(trace)
@@ -95,6 +98,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     run.source_digest = digest
     if ports not in PORT_MODELS:
         raise InputError(f"unknown port model {ports!r} (choose {' or '.join(PORT_MODELS)})")
+    trace = instantiate(trace, gpus, hosts=len(run.topo.hosts))  # a program trace made per-rank
     if iterations is not None:  # beyond the trace's own, its last iteration repeats (new op ids)
         trace = repeat_iterations(trace, iterations)
     flows, info = trace_to_flows(trace, run.topo, iterations, ports)

@@ -34,6 +34,7 @@ from ..errors import InputError
 from . import collectives as C
 from .flowfile import FlowSet, find_cycle
 from .ports import replay_source_ports
+from .program import instantiate
 from .trace import Trace, repeat_iterations
 
 INTRA_BW_BPS = 2_880_000_000_000
@@ -49,6 +50,8 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
     name, coll, iteration, rank, dst_rank`` (``rank`` sends, ``dst_rank`` receives; both are the
     op's rank for a compute op).
     """
+    if trace.is_program:  # one program per stage (AICB): per-rank now, on every host unless sized
+        trace = instantiate(trace, hosts=len(topo.hosts))
     if iterations is not None:
         if iterations < 1:
             raise InputError(f"--iterations {iterations}: give at least one")

@@ -3,8 +3,7 @@
 * ``hpcc-flow``: the reference simulator's ``flow.txt``.  Each flow becomes a send/recv pair
   between ranks (the flow file's node ids, renumbered densely; ``rank_to_node`` keeps the map, so
   a replay uses the same hosts), its start time a compute op before the send.
-* ``aicb``: SimAI / AICB workload text (``HYBRID_TRANSFORMER_FWD_IN_BCKWD`` model workloads and
-  ``MICRO`` micro-benchmarks); see :func:`import_aicb` for how its columns become ops.
+* ``aicb``: SimAI / AICB workload text, in :mod:`.aicb` (re-exported here).
 
 * ``kineto``: PyTorch profiler JSON with NCCL metadata, one file per rank (:func:`import_kineto`).
 
@@ -15,7 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError, read_input_text
+from ..errors import InputError
+from .aicb import import_aicb  # noqa: F401  (part of this module's API)
 from .flowfile import read_flow_file
 from .trace import Trace, new_ops
 
@@ -38,125 +38,6 @@ def import_hpcc_flow(path: str | Path) -> Trace:
         rows.append(dict(op_id=wait + 2, rank=d, kind="recv", name=f"flow{f}", peer=s, bytes=int(fs.size[f])))
     meta = dict(ranks=len(nodes), groups={}, iterations=1, rank_to_node=nodes,
                 provenance=dict(importer="hpcc-flow", source=str(path), start_offset_ns=t0))
-    return Trace(new_ops(rows), meta)
-
-
-_AICB_TYPES = {"ALLREDUCE": "all_reduce", "ALLGATHER": "all_gather", "REDUCESCATTER": "reduce_scatter",
-               "ALLTOALL": "all_to_all"}
-
-
-def import_aicb(path: str | Path, gpus: int | None = None) -> Trace:
-    """SimAI / AICB workload text as a trace.
-
-    Header: ``HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: TP ... pp: PP ... ga: M
-    all_gpus: N ...`` (or ``MICRO``, whose GPU count must be given as ``gpus``), then the number
-    of layers, then per layer ``name id fwd_ns fwd_comm fwd_bytes ig_ns ig_comm ig_bytes wg_ns
-    wg_comm wg_bytes update_ns`` (tab-separated, times in ns).  Following SimAI's reading: per
-    micro-batch (``ga`` of them) the forward runs the layers in order (compute, then the
-    forward collective), the backward runs them in reverse (input-gradient compute and
-    collective, then weight-gradient compute); the weight-gradient collectives run after the
-    last micro-batch's backward of that layer.  A collective without suffix uses the TP group in
-    the forward/input-gradient columns and the DP group in the weight-gradient column; ``_EP``
-    and ``_DP_EP`` select the expert-parallel groups.  Ranks are laid out TP-fastest, as in
-    :mod:`.generators`.  Pipeline stages (``pp`` > 1) are not modelled yet: an error.
-    """
-    text = read_input_text(path, "AICB workload file")
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 2:
-        raise InputError(f"{path}: expected a header line and a layer count")
-    head = lines[0].split()
-    fields = {head[i].rstrip(":"): head[i + 1] for i in range(1, len(head) - 1) if head[i].endswith(":")}
-    try:
-        if head[0] == "MICRO":
-            if gpus is None:
-                raise InputError(f"{path}: a MICRO workload does not say how many GPUs: give --gpus")
-            tp, pp, ep, ga, n = 1, 1, 1, 1, gpus
-        elif head[0].startswith("HYBRID_TRANSFORMER"):
-            tp = int(fields.get("model_parallel_NPU_group", 1))
-            pp = int(fields.get("pp", 1))
-            ep = int(fields.get("ep", 1))
-            ga = int(fields.get("ga", 1))
-            n = int(fields["all_gpus"]) if "all_gpus" in fields else gpus
-            if n is None:
-                raise InputError(f"{path}: the header has no all_gpus: give --gpus")
-        else:
-            raise InputError(f"{path}:1: unknown workload type {head[0]!r} (expected HYBRID_TRANSFORMER_* or MICRO)")
-        n_layers = int(lines[1].split()[0])
-    except (ValueError, KeyError) as e:
-        raise InputError(f"{path}:1: malformed header ({e})") from None
-    if pp > 1:
-        raise InputError(f"{path}: pipeline parallelism (pp {pp}) in AICB workloads is not supported yet")
-    if tp < 1 or n % tp:
-        raise InputError(f"{path}: {n} GPUs do not split into TP groups of {tp}")
-    dp = n // tp
-    if ep < 1 or dp % ep:
-        raise InputError(f"{path}: ep {ep} does not divide dp {dp}")
-    if len(lines) - 2 < n_layers:
-        raise InputError(f"{path}: the header announces {n_layers} layers, the file has {len(lines) - 2}")
-    layers = []
-    for k in range(n_layers):
-        lineno = k + 3
-        t = lines[k + 2].split()
-        if len(t) != 12:
-            raise InputError(f"{path}:{lineno}: expected 12 fields per layer, got {len(t)}")
-        try:
-            layers.append((t[0], int(t[2]), t[3], int(t[4]), int(t[5]), t[6], int(t[7]), int(t[8]), t[9], int(t[10]), int(t[11])))
-        except ValueError:
-            raise InputError(f"{path}:{lineno}: bad number") from None
-        for comm in (t[3], t[6], t[9]):
-            base = comm.removesuffix("_DP_EP").removesuffix("_EP")
-            if comm != "NONE" and base not in _AICB_TYPES and base != "BROADCAST":
-                raise InputError(f"{path}:{lineno}: unknown collective type {comm!r}")
-
-    groups = {}
-    for d in range(dp):
-        groups[f"tp{d}"] = [d * tp + t for t in range(tp)]
-    for t in range(tp):
-        groups[f"dp{t}"] = [d * tp + t for d in range(dp)]
-        for blk in range(dp // ep):
-            groups[f"ep{t}_{blk}"] = [(blk * ep + e) * tp + t for e in range(ep)]
-        for e in range(ep):
-            groups[f"dpep{t}_{e}"] = [(e + j * ep) * tp + t for j in range(dp // ep)]
-
-    def group_of(comm, rank, wg):
-        d, t = divmod(rank, tp)
-        if comm.endswith("_DP_EP"):
-            return f"dpep{t}_{d % ep}"
-        if comm.endswith("_EP"):
-            return f"ep{t}_{d // ep}"
-        return f"dp{t}" if wg else f"tp{d}"
-
-    rows = []
-    last = {r: [] for r in range(n)}
-
-    def op(r, **kw):
-        oid = len(rows)
-        rows.append(dict(op_id=oid, rank=r, deps=list(last[r]), **kw))
-        last[r] = [oid]
-
-    def comm_op(r, comm, size, name, wg):
-        if comm == "NONE" or size <= 0:
-            return
-        base = comm.removesuffix("_DP_EP").removesuffix("_EP")
-        if base == "BROADCAST":  # a one-to-all of the whole buffer, as a ring all-gather of it
-            base, size = "ALLGATHER", max(size // max(len(groups[group_of(comm, r, wg)]), 1), 1)
-        g = group_of(comm, r, wg)
-        if len(groups[g]) > 1:
-            op(r, kind="coll", name=name, coll=_AICB_TYPES[base], group=g, bytes=size, algo="ring")
-
-    for r in range(n):
-        for mb in range(ga):
-            for name, fwd_ns, fwd_c, fwd_b, *_ in layers:
-                op(r, kind="compute", name=f"fwd_{name}", duration_ns=max(fwd_ns, 0))
-                comm_op(r, fwd_c, fwd_b, f"fwd_{name}", False)
-            for name, _, _, _, ig_ns, ig_c, ig_b, wg_ns, wg_c, wg_b, upd in reversed(layers):
-                op(r, kind="compute", name=f"ig_{name}", duration_ns=max(ig_ns, 0))
-                comm_op(r, ig_c, ig_b, f"ig_{name}", False)
-                op(r, kind="compute", name=f"wg_{name}", duration_ns=max(wg_ns, 0))
-                if mb == ga - 1:
-                    comm_op(r, wg_c, wg_b, f"wg_{name}", True)
-    meta = dict(ranks=n, groups=groups, iterations=1, layout=dict(tp=tp, pp=pp, dp=dp, ep=ep, microbatches=ga),
-                provenance=dict(importer="aicb", source=str(path), header=lines[0]))
     return Trace(new_ops(rows), meta)
 
 
