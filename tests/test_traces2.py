@@ -188,3 +188,153 @@ def test_aicb_sizes_that_do_not_fit_the_replay(tmp_path, capsys):
                             "--topology", "leaf-spine:hosts=8,leaves=2,spines=1", "--gpus", "8"], capsys)
     one_line_error(code, err, "--gpus 8 contradicts")
     assert not (tmp_path / "o").exists()
+
+
+# --- Kineto without NCCL metadata on kernels: the CPU nccl:* annotations ------------------------
+
+def pytorch20_capture(rank, world=2, colls=(("all_reduce", [[1024, 256]], ["float"]),
+                                            ("_allgather_base", [[2048], [1024]], ["c10::BFloat16", "c10::BFloat16"])),
+                      correlation=True, dims=True, info_extra=None) -> dict:
+    """A PyTorch 2.0 profiler trace as Kineto writes it: GPU kernels without collective args, the
+    CPU thread's ``nccl:*`` user annotations with ``Input Dims`` / ``Input type``, each launching
+    its NCCL kernel through a runtime call that shares the kernel's correlation id."""
+    ev, t, corr = [], 1000.0, 100
+    cpu = dict(pid=7, tid=7)
+    for i, (name, d, types) in enumerate(colls):
+        ev.append(dict(ph="X", cat="kernel", name="sm80_gemm", pid=0, tid=7, ts=t, dur=200.0,
+                       args={"correlation": corr, "stream": 7}))
+        corr += 1
+        args = {"External id": i, "Record function id": i}
+        if dims:
+            args.update({"Input Dims": d, "Input type": types})
+        ev.append(dict(ph="X", cat="user_annotation", name=f"nccl:{name}", ts=t + 150, dur=20.0, args=args, **cpu))
+        ev.append(dict(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", ts=t + 160, dur=5.0,
+                       args={"correlation": corr if correlation else None}, **cpu))
+        ev.append(dict(ph="X", cat="kernel", name=f"ncclKernel_{name}_RING_LL", pid=0, tid=20, ts=t + 250, dur=300.0,
+                       args={"correlation": corr if correlation else -1, "stream": 20}))
+        corr += 1
+        t += 1000
+    info = {"backend": "nccl", "rank": rank, "world_size": world, **(info_extra or {})}
+    return {"schemaVersion": 1, "distributedInfo": info, "traceEvents": ev}
+
+
+def write_json(path, doc):
+    import json
+
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_kineto_from_cpu_annotations(tmp_path, capsys):
+    from wormhole_replay.replay import replay
+    from wormhole_replay.workload.importers import import_kineto
+
+    files = [write_json(tmp_path / f"rank{r}.json", pytorch20_capture(r)) for r in (0, 1)]
+    t = import_kineto(files)
+    t.validate()
+    assert t.meta["provenance"]["collectives_from"] == "annotations"
+    coll = t.ops[t.ops.kind == "coll"]
+    assert list(coll[coll["rank"] == 0].coll) == ["all_reduce", "all_gather"]
+    # bytes: dims x dtype; an all-gather's input is its smallest tensor
+    assert list(coll[coll["rank"] == 0].bytes) == [1024 * 256 * 4, 1024 * 2]
+    assert t.meta["groups"] == {"pg0": [0, 1]}
+    comp = t.ops[(t.ops.kind == "compute") & (t.ops["rank"] == 0) & (t.ops.name == "gpu")]
+    assert list(comp.duration_ns) == [200_000, 200_000]  # the GEMMs between the collectives
+    assert replay(t, "leaf-spine:hosts=2,leaves=1,spines=0", "dcqcn").flows.completed.all()
+    code, out, err = run_cli(["import", "kineto", *files, "-o", tmp_path / "k.parquet"], capsys)
+    assert code == 0 and "CPU nccl:* annotations" in out and not err.strip(), out + err
+    # without correlation ids, the k-th NCCL kernel is the k-th annotation's
+    plain = [write_json(tmp_path / f"plain{r}.json", pytorch20_capture(r, correlation=False)) for r in (0, 1)]
+    u = import_kineto(plain)
+    assert list(u.ops[u.ops.kind == "coll"].bytes) == list(coll.bytes)
+
+
+def test_kineto_annotations_agree_with_kernel_metadata_on_a_real_capture(tmp_path):
+    """HTA's capture, with the NCCL metadata moved from its kernels to the annotations that
+    launched them (as PyTorch 2.0 would have recorded it): the same collectives either way."""
+    import gzip
+    import json
+    import os
+    from pathlib import Path
+
+    from wormhole_replay.workload.importers import import_kineto
+
+    src = Path(os.environ.get("WORMHOLE_EXTERNAL_TRACES", Path(__file__).resolve().parents[2] / "shared" / "external-traces"))
+    src = src / "kineto" / "nccl_data.json.gz"
+    if not src.is_file():
+        pytest.skip("external traces not found (../shared/external-traces or $WORMHOLE_EXTERNAL_TRACES)")
+    doc = json.load(gzip.open(src, "rt"))
+    launch = {e["args"]["correlation"]: e for e in doc["traceEvents"]
+              if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    anns = [e for e in doc["traceEvents"] if e.get("cat") == "user_annotation" and e["name"].startswith("nccl:")]
+    for k in doc["traceEvents"]:
+        a = k.get("args", {})
+        if k.get("cat") == "kernel" and "Collective name" in a:
+            r = launch[a["correlation"]]
+            ann = next(x for x in anns if x["tid"] == r["tid"] and x["ts"] <= r["ts"] <= x["ts"] + x["dur"])
+            ann["args"].update({"Input Dims": [[int(a["In msg nelems"])]], "Input type": [a["dtype"].lower()]})
+            for key in [x for x in a if x not in ("correlation", "stream", "External id", "device")]:
+                del a[key]
+    stripped = write_json(tmp_path / "pt20.json", doc)
+    a, b = import_kineto([src]), import_kineto([stripped])
+    assert b.meta["provenance"]["collectives_from"] == "annotations"
+    cols = ["rank", "kind", "coll", "bytes", "duration_ns"]
+    assert a.ops[cols].equals(b.ops[cols])
+
+
+@pytest.mark.parametrize("doc, message", [
+    (pytorch20_capture(0, dims=False), "no 'Input Dims' (profile with record_shapes=True)"),
+    (pytorch20_capture(0, colls=(("all_reduce", [[4]], ["quaternion"]),)), "no known element type"),
+    (pytorch20_capture(0, colls=(("all_scatter", [[4]], ["float"]),)), "unknown collective type 'all_scatter'"),
+])
+def test_kineto_annotation_bad_input_is_one_line(tmp_path, capsys, doc, message):
+    f = write_json(tmp_path / "r0.json", doc)
+    code, _, err = run_cli(["import", "kineto", f, "-o", tmp_path / "k.parquet"], capsys)
+    one_line_error(code, err, message)
+    assert not (tmp_path / "k.parquet").exists()
+
+
+def test_kineto_unknown_fields_warn_once(tmp_path, capsys):
+    f = write_json(tmp_path / "r0.json", pytorch20_capture(0, info_extra={"pg_timeout": 5, "nvshmem": True}))
+    code, out, err = run_cli(["import", "kineto", f, "-o", tmp_path / "k.parquet"], capsys)
+    warnings = [ln for ln in err.splitlines() if "warning" in ln]
+    assert code == 0 and len(warnings) == 1 and "nvshmem, pg_timeout" in warnings[0], err
+
+
+# --- Chakra: attributes from a newer exporter -------------------------------------------------
+
+def chakra_file(path, extra_attrs=()):
+    """A one-node Chakra ET (schema 0.0.4): a 1 MiB all-reduce, length-prefixed protobuf."""
+    from wormhole_replay.workload.chakra import COMM_COLL_NODE, _GlobalMetadata, _Node
+
+    def framed(msg):
+        raw, n, out = msg.SerializeToString(), None, bytearray()
+        n = len(raw)
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out) + raw
+
+    meta = _GlobalMetadata(version="0.0.4")
+    node = _Node(id=1, name="all_reduce", type=COMM_COLL_NODE, duration_micros=10)
+    for name, field, value in (("is_cpu_op", "bool_val", False), ("comm_type", "int64_val", 0),
+                               ("comm_size", "uint64_val", 1 << 20), *extra_attrs):
+        a = node.attr.add(name=name)
+        setattr(a, field, value)
+    path.write_bytes(framed(meta) + framed(node))
+    return path
+
+
+def test_chakra_unknown_attributes_warn_once(tmp_path, capsys):
+    d = tmp_path / "et"
+    d.mkdir()
+    for r in (0, 1):
+        chakra_file(d / f"w.{r}.et", extra_attrs=(("comm_stream_priority", "int32_val", 3), ("ib_sl", "int32_val", 1)))
+    code, out, err = run_cli(["import", "chakra", d, "-o", tmp_path / "c.parquet"], capsys)
+    warnings = [ln for ln in err.splitlines() if "warning" in ln]
+    assert code == 0 and len(warnings) == 2 and all("comm_stream_priority, ib_sl" in w for w in warnings), err
+    chakra_file(d / "w.0.et")
+    chakra_file(d / "w.1.et")
+    code, out, err = run_cli(["import", "chakra", d, "-o", tmp_path / "c.parquet"], capsys)
+    assert code == 0 and not err.strip()

@@ -276,7 +276,10 @@ def cmd_import(args) -> int:
     if args.format == "kineto":
         trace = import_kineto(args.inputs)
         trace.validate("kineto")
-        _save(trace, args.output, f"from {len(args.inputs)} Kineto file(s)")
+        how = {"kernels": "collectives from the NCCL kernels' metadata",
+               "annotations": "collectives from the CPU nccl:* annotations (no NCCL metadata on the kernels)"}
+        way = trace.meta["provenance"]["collectives_from"]
+        _save(trace, args.output, f"from {len(args.inputs)} Kineto file(s), {how.get(way, way)}")
         return 0
     if len(args.inputs) != 1:
         raise InputError(f"import {args.format}: expected one input file")
