@@ -338,3 +338,147 @@ def test_chakra_unknown_attributes_warn_once(tmp_path, capsys):
     chakra_file(d / "w.1.et")
     code, out, err = run_cli(["import", "chakra", d, "-o", tmp_path / "c.parquet"], capsys)
     assert code == 0 and not err.strip()
+
+
+# --- several jobs on one fabric ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dp_trace(tmp_path_factory):
+    """A small data-parallel iteration on 8 GPUs: one ring all-reduce of its gradients."""
+    out = tmp_path_factory.mktemp("jobs") / "dp8.parquet"
+    assert main(["gen", "gpt", "--layers", "1", "--hidden", "512", "--seq", "256", "--vocab", "2048", "--gpus", "8",
+                 "--dp", "8", "-o", str(out)]) == 0
+    return out
+
+
+def sharing_placement(trace_path, topo_spec, tries=400):
+    """Host lists for two jobs of ``trace_path`` on ``topo_spec`` whose rings share links: tried
+    in a fixed pseudo-random order, the first where (by the flows' ECMP paths) neither job alone
+    puts two of its connections on one link, and together each job's busiest link carries two."""
+    import random
+
+    from wormhole_replay.topology import build_topology, compute_routes
+    from wormhole_replay.workload.jobs import JobSpec, job_links, jobs_to_flows, resolve_jobs
+    from wormhole_replay.workload.trace import load_trace
+
+    topo = build_topology(topo_spec)
+    routes, trace = compute_routes(topo), load_trace(trace_path)
+    rng, n = random.Random(0), trace.ranks
+    for _ in range(tries):
+        hosts = rng.sample(range(len(topo.hosts)), 2 * n)
+        jobs = resolve_jobs([JobSpec(trace, hosts[:n]), JobSpec(trace, hosts[n:])], topo)
+        fs, info = jobs_to_flows(jobs, topo, None, "connection")
+        f = info.flow_id.to_numpy()
+        links = job_links(info.assign(src=fs.src[f], dst=fs.dst[f], sport=fs.sport[f], dport=fs.dport[f],
+                                      virtual=fs.is_virtual[f]), topo, routes)
+        links = links.join(links.groupby(["node", "next_node"]).connections.sum().rename("total"), on=["node", "next_node"])
+        worst = links.groupby("job").agg(alone=("connections", "max"), together=("total", "max"))
+        if (worst.alone == 1).all() and (worst.together >= 2).all():
+            return [",".join(map(str, hosts[:n])), ",".join(map(str, hosts[n:]))]
+    raise AssertionError("no placement found whose rings share links")
+
+
+def test_two_jobs_sharing_core_links_slow_each_other(dp_trace, tmp_path, capsys):
+    """Two 8-rank data-parallel jobs on a k=4 fat-tree, placed so that their rings share links
+    (of the core among them): each job's iteration is longer than when it runs alone on the same
+    hosts."""
+    import json
+
+    import pandas as pd
+
+    a, b = sharing_placement(dp_trace, "fat-tree:k=4")
+    topo = ["--topology", "fat-tree:k=4", "--cc", "dcqcn", "--quiet", "--json"]
+    code, out, err = run_cli(["replay", "--job", f"{dp_trace}@{a}", "--job", f"{dp_trace}@{b}", *topo,
+                              "--out", tmp_path / "both"], capsys)
+    assert code == 0, err
+    both = json.loads(out)
+    jobs = both["jobs"]
+    assert both["shared_links"].get("core", 0) > 0
+    alone = []
+    for j in jobs:
+        code, out, err = run_cli(["replay", "--job", f"{dp_trace}@{j['hosts']}", *topo, "--out", tmp_path / f"j{j['job']}"],
+                                 capsys)
+        assert code == 0, err
+        alone.append(json.loads(out)["jobs"][0]["iterations_ns"][0])
+    shared = [j["iterations_ns"][0] for j in jobs]
+    assert all(s > a * 1.2 for s, a in zip(shared, alone)), (shared, alone)
+    # the job column everywhere, and the network flows of each job on its own hosts
+    d = tmp_path / "both"
+    flows = pd.read_parquet(d / "flows.parquet")
+    for name in ("collectives.csv", "iterations.csv", "iteration_breakdown.csv", "layer_breakdown.csv"):
+        assert list(pd.read_csv(d / name)["job"].unique()) == [0, 1], name
+    for job, hosts in enumerate((a, b)):  # k=4: host index = node id
+        net = flows[(flows.job == job) & ~flows.virtual]
+        assert set(net.src) | set(net.dst) <= {int(h) for h in hosts.split(",")}
+    assert flows["flow_id"].is_unique and pd.read_csv(d / "collectives.csv")["unit"].is_unique
+
+
+def test_jobs_start_offsets_and_packed_placement(dp_trace, tmp_path):
+    from wormhole_replay.replay import replay
+
+    res = replay([f"{dp_trace}@packed", f"{dp_trace}@packed+200us"], "fat-tree:k=4", "dcqcn", mode="full")
+    assert [j["hosts"] for j in res.jobs] == ["0-7", "8-15"]
+    it = res.iterations.set_index("job")
+    assert it.loc[0, "start_ns"] == 0 and it.loc[1, "start_ns"] >= 200_000
+    again = replay([f"{dp_trace}@packed", f"{dp_trace}@packed+200us"], "fat-tree:k=4", "dcqcn", mode="full")
+    cols = ["flow_id", "job", "src", "dst", "sport", "start_ns", "fct_ns"]
+    assert res.flows[cols].equals(again.flows[cols])  # deterministic
+
+
+def test_one_job_equals_a_plain_replay(dp_trace):
+    """A single --job on the trace's own hosts is the plain replay, flow for flow."""
+    from wormhole_replay.replay import replay
+
+    a = replay(str(dp_trace), "fat-tree:k=4", "dcqcn", mode="full")
+    b = replay([f"{dp_trace}@0-7"], "fat-tree:k=4", "dcqcn", mode="full")
+    cols = ["flow_id", "job", "src", "dst", "sport", "start_ns", "fct_ns", "unit"]
+    assert a.flows[cols].equals(b.flows[cols])
+    assert a.iterations.drop(columns="wall_seconds").equals(b.iterations.drop(columns="wall_seconds"))
+
+
+def test_jobs_of_open_size_and_in_the_audit(tmp_path, capsys):
+    """An AICB file without all_gpus placed with spread:N; the audit takes the same jobs."""
+    import json
+
+    f = tmp_path / "older.txt"
+    f.write_text(older_form(tp=2, layers=1))
+    trace = tmp_path / "older.parquet"
+    assert run_cli(["import", "aicb", f, "-o", trace], capsys)[0] == 0
+    code, out, err = run_cli(["audit", "--job", f"{trace}@spread:4", "--job", f"{trace}@4-7+50us",
+                              "--topology", "fat-tree:k=4,gpus_per_server=2", "--cc", "dcqcn", "--out", tmp_path / "a",
+                              "--no-memo", "--quiet", "--json"], capsys)
+    assert code == 0, err
+    audit = json.loads(out)
+    assert audit["inputs"]["jobs"] and len(audit["iteration_error"]["iterations"]) == 2
+    import pandas as pd
+
+    its = pd.read_csv(tmp_path / "a" / "full" / "iterations.csv")
+    assert list(its["index"]) == [0, 1] and list(its["job"]) == [0, 1]
+
+
+@pytest.mark.parametrize("jobs, message", [
+    (["{t}@0-7", "{t}@4-11"], "overlap (both placed on host 4)"),
+    (["{t}@0-3"], "4 hosts listed for 8 ranks"),
+    (["{t}@8-15", "{t}@packed", "{t}@packed"], "do not fit packed"),
+    (["{t}@9-16"], "host 16 does not exist"),
+    (["{t}@scattered"], "unknown placement 'scattered'"),
+    (["{t}@0-x"], "bad host range '0-x'"),
+    (["{t}@packed+soon"], "bad start offset 'soon'"),
+    (["{t}@packed:4"], "a trace of 8 ranks, not 4"),
+    (["/nonexistent.parquet@packed"], "no such trace file"),
+])
+def test_bad_jobs_are_one_line(dp_trace, tmp_path, capsys, jobs, message):
+    args = ["replay", "--topology", "fat-tree:k=4", "--cc", "dcqcn", "--quiet", "--out", tmp_path / "o"]
+    for j in jobs:
+        args += ["--job", j.format(t=dp_trace)]
+    code, _, err = run_cli(args, capsys)
+    one_line_error(code, err, message)
+    assert not (tmp_path / "o").exists()
+
+
+def test_trace_and_jobs_together_is_one_line(dp_trace, tmp_path, capsys):
+    code, _, err = run_cli(["replay", dp_trace, "--job", f"{dp_trace}@packed", "--topology", "fat-tree:k=4",
+                            "--cc", "dcqcn", "--out", tmp_path / "o"], capsys)
+    one_line_error(code, err, "not both")
+    code, _, err = run_cli(["replay", "--topology", "fat-tree:k=4", "--cc", "dcqcn", "--out", tmp_path / "o"], capsys)
+    one_line_error(code, err, "give a TRACE")

@@ -20,7 +20,8 @@ from .audit import command as _audit
 from .observe import command as _report
 from .memo import commands as _memo
 from .sweep import command as _sweep
-from .options import add_mode_options, add_port_option, fast_forward_from_args, memo_db_from_args
+from .options import (add_job_option, add_mode_options, add_port_option, fast_forward_from_args, jobs_or_trace,
+                      memo_db_from_args)
 
 PROG = "wormhole-replay"
 
@@ -141,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("replay", help="replay a training trace through the packet network",
                        description="Replay a native trace (see wormhole_replay/workload/trace.py): per-flow, "
                        "per-collective and per-iteration times.")
-    r.add_argument("trace", help="native trace file (.parquet)")
+    r.add_argument("trace", nargs="?", help="native trace file (.parquet); or several --job")
+    add_job_option(r)
     r.add_argument("--topology", required=True, help="topology spec or topology.txt (hosts are the GPUs)")
     r.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
     r.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
@@ -309,7 +311,7 @@ def cmd_replay(args) -> int:
         raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
     ff = fast_forward_from_args(args)
     out = Path(args.out)
-    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
+    res = replay(jobs_or_trace(args, "replay"), args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
                  memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports,
                  gpus=args.gpus)
@@ -330,20 +332,28 @@ def cmd_replay(args) -> int:
         "drops": c["drops"],
         "pfc_pauses": c["pfc_pauses"],
         "iterations": [
-            {"index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
+            {**({"job": int(r.job)} if res.jobs is not None else {}),  # several jobs: whose iteration
+             "index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
              "duration_ns": int(r.duration_ns), "wall_seconds": round(float(r.wall_seconds), 3),
              **({"memo_hits": int(r.memo_hits), "memo_lookups": int(r.memo_lookups)}
                 if "memo_hits" in res.iterations else {})}
             for r in res.iterations.itertuples()
         ],
     }
-    _finish_run(args, out, paths, summary, {"command": "replay", "trace": args.trace, "topology": args.topology,
-                                            "cc": args.cc, "iterations": args.iterations, "config": args.overrides})
+    if res.jobs is not None:  # several jobs: each one's iteration times, and the links they share
+        summary["jobs"] = [{**j, "iterations_ns": [i["duration_ns"] for i in summary["iterations"] if i["job"] == j["job"]]}
+                           for j in res.jobs]
+        summary["shared_links"] = c.get("shared_links", {})
+    _finish_run(args, out, paths, summary, {"command": "replay", "trace": args.trace, "jobs": args.job,
+                                            "topology": args.topology, "cc": args.cc, "iterations": args.iterations,
+                                            "gpus": args.gpus, "config": args.overrides})
     if args.json:
         print(json.dumps(summary))
     else:
+        names = {j["job"]: j["name"] for j in summary.get("jobs", [])}
         for it in summary["iterations"]:
-            print(f"iteration {it['index']}: {it['duration_ns'] / 1e6:.3f} ms")
+            job = f"job {it['job']} ({names[it['job']]}) " if "job" in it else ""
+            print(f"{job}iteration {it['index']}: {it['duration_ns'] / 1e6:.3f} ms")
         print(f"{c['flows_completed']}/{c['flows']} flows, {c['events']:,} events in {c['wall_seconds']:.2f} s; outputs in {out}")
     return 0
 
