@@ -13,14 +13,15 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import InputError
+from .errors import InputError, InputWarning
 from .files import sha256_file
 from .files import write_atomic as _write_atomic
 from .audit import command as _audit
 from .observe import command as _report
 from .memo import commands as _memo
 from .sweep import command as _sweep
-from .options import add_mode_options, add_port_option, fast_forward_from_args, memo_db_from_args
+from .options import (add_job_option, add_mode_options, add_port_option, fast_forward_from_args, jobs_or_trace,
+                      memo_db_from_args)
 
 PROG = "wormhole-replay"
 
@@ -112,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         k = gsub.add_parser(kind, help=f"a Megatron-style {kind.upper()} iteration (TP/PP/DP{'/EP' if kind == 'moe' else ''}, 1F1B)")
         k.add_argument("--model", help="preset: " + ", ".join(_presets(kind)))
         for opt in ("layers", "hidden", "seq", "vocab") + (("experts", "topk") if kind == "moe" else ()):
-            k.add_argument(f"--{opt}", type=int, help=f"custom shape: {opt} (overrides the preset's)")
+            k.add_argument(f"--{opt}", type=int, help=f"custom shape: {opt} (overrides the preset's)"
+                           + ("; without a preset 2, Mixtral's" if opt == "topk" else ""))
         k.add_argument("--gpus", type=int, required=True)
         k.add_argument("--tp", type=int, default=1)
         k.add_argument("--pp", type=int, default=1)
@@ -133,17 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
         k.add_argument("inputs", nargs="+", help="input file(s)")
         k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
         if fmt in ("aicb", "chakra"):
-            k.add_argument("--gpus", type=int, help="GPU count (AICB files whose header does not say; "
+            k.add_argument("--gpus", type=int, help="GPU count (AICB: the job size, over the header's all_gpus; "
+                           "without either the size stays open and replay takes it from the topology; "
                            "a Chakra job larger than its files)")
 
     r = sub.add_parser("replay", help="replay a training trace through the packet network",
                        description="Replay a native trace (see wormhole_replay/workload/trace.py): per-flow, "
                        "per-collective and per-iteration times.")
-    r.add_argument("trace", help="native trace file (.parquet)")
+    r.add_argument("trace", nargs="?", help="native trace file (.parquet); or several --job")
+    add_job_option(r)
     r.add_argument("--topology", required=True, help="topology spec or topology.txt (hosts are the GPUs)")
     r.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
     r.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
     r.add_argument("--iterations", type=int, help="replay only the first N iterations of the trace")
+    r.add_argument("--gpus", type=int, help="job size of a trace that leaves it open (an AICB file without "
+                   "all_gpus; default: every host of the topology)")
     r.add_argument("--intra-bw", help="intra-server link rate, e.g. 2880Gbps (default: the trace's, else 2880Gbps)")
     r.add_argument("--intra-latency", help="intra-server link latency, e.g. 25ns (default: the trace's, else 25ns)")
     r.add_argument("--out", default="out", help="output folder (default ./out)")
@@ -249,6 +255,11 @@ def _save(trace, output, what: str) -> None:
         save_trace(trace, Path(output))
     except OSError as e:
         raise InputError(f"cannot write {output}: {e.strerror}") from None
+    if trace.is_program:  # one program per pipeline stage, made per-rank at replay
+        size = trace.meta.get("ranks")
+        job = f"a job of {size} GPUs" if size else "job size open: replay takes it from the topology or --gpus"
+        print(f"{output}: {len(trace.ops):,} ops in {trace.meta['program']['pp']} stage program(s) ({job}), {what}")
+        return
     print(f"{output}: {len(trace.ops):,} ops on {trace.ranks} ranks, {what}")
 
 
@@ -267,7 +278,10 @@ def cmd_import(args) -> int:
     if args.format == "kineto":
         trace = import_kineto(args.inputs)
         trace.validate("kineto")
-        _save(trace, args.output, f"from {len(args.inputs)} Kineto file(s)")
+        how = {"kernels": "collectives from the NCCL kernels' metadata",
+               "annotations": "collectives from the CPU nccl:* annotations (no NCCL metadata on the kernels)"}
+        way = trace.meta["provenance"]["collectives_from"]
+        _save(trace, args.output, f"from {len(args.inputs)} Kineto file(s), {how.get(way, way)}")
         return 0
     if len(args.inputs) != 1:
         raise InputError(f"import {args.format}: expected one input file")
@@ -297,9 +311,10 @@ def cmd_replay(args) -> int:
         raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
     ff = fast_forward_from_args(args)
     out = Path(args.out)
-    res = replay(args.trace, args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
+    res = replay(jobs_or_trace(args, "replay"), args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
-                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports)
+                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports,
+                 gpus=args.gpus)
     tables = {"flows": res.flows, "collectives": res.collectives, "iterations": res.iterations,
               "breakdown": res.breakdown, "layers": res.layers, "fct": format_fct(res.flows),
               "pfc": format_pfc(res.pfc), "pfc_intervals": res.pfc_intervals, "deps": res.deps, "ports": res.ports}
@@ -317,22 +332,54 @@ def cmd_replay(args) -> int:
         "drops": c["drops"],
         "pfc_pauses": c["pfc_pauses"],
         "iterations": [
-            {"index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
+            {**({"job": int(r.job)} if res.jobs is not None else {}),  # several jobs: whose iteration
+             "index": int(r.index), "start_ns": int(r.start_ns), "end_ns": int(r.end_ns),
              "duration_ns": int(r.duration_ns), "wall_seconds": round(float(r.wall_seconds), 3),
              **({"memo_hits": int(r.memo_hits), "memo_lookups": int(r.memo_lookups)}
                 if "memo_hits" in res.iterations else {})}
             for r in res.iterations.itertuples()
         ],
     }
-    _finish_run(args, out, paths, summary, {"command": "replay", "trace": args.trace, "topology": args.topology,
-                                            "cc": args.cc, "iterations": args.iterations, "config": args.overrides})
+    if res.jobs is not None:  # several jobs: each one's iteration times, and the links they share
+        summary["jobs"] = [{**j, "iterations_ns": [i["duration_ns"] for i in summary["iterations"] if i["job"] == j["job"]]}
+                           for j in res.jobs]
+        summary["shared_links"] = c.get("shared_links", {})
+    _finish_run(args, out, paths, summary, {"command": "replay", "trace": args.trace, "jobs": args.job,
+                                            "topology": args.topology, "cc": args.cc, "iterations": args.iterations,
+                                            "gpus": args.gpus, "config": args.overrides})
     if args.json:
         print(json.dumps(summary))
     else:
+        names = {j["job"]: j["name"] for j in summary.get("jobs", [])}
         for it in summary["iterations"]:
-            print(f"iteration {it['index']}: {it['duration_ns'] / 1e6:.3f} ms")
+            job = f"job {it['job']} ({names[it['job']]}) " if "job" in it else ""
+            print(f"{job}iteration {it['index']}: {it['duration_ns'] / 1e6:.3f} ms")
         print(f"{c['flows_completed']}/{c['flows']} flows, {c['events']:,} events in {c['wall_seconds']:.2f} s; outputs in {out}")
     return 0
+
+
+class _input_warnings_as_lines:
+    """Importers' warnings about fields they do not know (``errors.InputWarning``) as one line each
+    on stderr, once the command has succeeded (on bad input the error line is all there is)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._catch = warnings.catch_warnings(record=True)
+        self._seen = self._catch.__enter__()
+        warnings.simplefilter("always", InputWarning)
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self._catch.__exit__(kind, value, tb)
+        for w in self._seen:
+            if kind is None and issubclass(w.category, InputWarning):
+                print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+            elif not issubclass(w.category, InputWarning):  # others as Python shows them
+                import warnings
+
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        return False
 
 
 def main(argv=None) -> int:
@@ -344,8 +391,9 @@ def main(argv=None) -> int:
             return 2
         if args.command in NOT_BUILT:
             raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
-        return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
-                "report": _report.run, "sweep": _sweep.run}.get(args.command, cmd_simulate)(args)
+        with _input_warnings_as_lines():
+            return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
+                    "report": _report.run, "sweep": _sweep.run}.get(args.command, cmd_simulate)(args)
     except InputError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

@@ -27,3 +27,15 @@ def read_input_text(path, what: str = "file") -> str:
         raise InputError(f"{path}: not a text file") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
+
+
+class InputWarning(UserWarning):
+    """Input read, but not all of it: fields this program does not know (a newer or older
+    exporter's), ignored.  Importers give one per file, naming them; the CLI prints each as one
+    line on stderr."""
+
+
+def warn_input(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, InputWarning, stacklevel=3)

@@ -1,5 +1,6 @@
 """Command-line options shared by several commands (``simulate``, ``replay``, ``audit``): the
-engine mode, the fast-forward knobs, the memo database and the replay's source-port model.
+engine mode, the fast-forward knobs, the memo database, the replay's source-port model and its
+jobs.
 Here rather than in ``cli``, so that command modules (``audit.command``) and ``cli`` both
 import them without importing each other."""
 
@@ -77,3 +78,21 @@ def memo_db_from_args(args, out_dir) -> str | None:
             raise InputError("give --memo-db or --no-memo, not both")
         return None
     return args.memo_db or str(Path(out_dir) / "memo.sqlite")
+
+
+def add_job_option(p) -> None:
+    """``--job TRACE[@PLACEMENT][+START]`` (repeatable): several jobs on one fabric."""
+    p.add_argument("--job", action="append", metavar="TRACE[@HOSTS][+START]",
+                   help="replay several traces together on one fabric, each on its hosts: a range like 0-63 or "
+                        "0-31,64-95, or packed (default) or spread (servers dealt over the pods), with :N for a trace "
+                        "whose size is open (spread:64); +START delays the job, e.g. +2ms. Repeat per job; instead "
+                        "of TRACE. Overlapping placements are an error")
+
+
+def jobs_or_trace(args, command: str):
+    """What to replay: the ``TRACE`` argument, or the ``--job`` list."""
+    if args.job and args.trace:
+        raise InputError(f"{command}: give a TRACE or --job options, not both")
+    if not args.job and not args.trace:
+        raise InputError(f"{command}: give a TRACE (or --job TRACE@HOSTS for several jobs)")
+    return list(args.job) if args.job else args.trace

@@ -18,13 +18,15 @@ from .observe.critical import deps_table
 from .observe.pfc import pausable_queues, pfc_intervals
 from .topology.tiers import ports_table
 from .workload.expand import trace_to_flows
+from .workload.jobs import JobSpec, jobs_to_flows, parse_job, resolve_jobs, shared_links
 from .workload.ports import PORT_MODELS
+from .workload.program import instantiate
 from .workload.trace import Trace, load_trace, repeat_iterations
 
 
 @dataclass
 class ReplayResult:
-    """``flows``: the engine's flows table joined with the op each flow serves (``op_id, unit,
+    """``flows``: the engine's flows table joined with the op each flow serves (``job, op_id, unit,
     kind, name, coll, iteration, rank, dst_rank``).  ``collectives``: one row per collective
     instance or point-to-point transfer (``unit, kind, name, coll, iteration, op_id, start_ns,
     end_ns, flows, duration_ns, ranks, size_bytes, algbw_GBps, busbw_GBps``: ``observe/breakdown.py``
@@ -49,6 +51,7 @@ class ReplayResult:
     jumps: pd.DataFrame | None = None  # ... every fast-forward: partition, start_ns, end_ns, kind, flows
     spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
     memo_learned: list | None = None  # ... digests of the entries this run learned (the others it hit came from the database)
+    jobs: list | None = None  # several jobs: per job {job, name, trace, ranks, hosts, start_ns}
 
 
 def with_intra_server(trace: Trace, bw_bps: float | None = None, latency_ns: int | None = None) -> Trace:
@@ -67,12 +70,14 @@ def with_intra_server(trace: Trace, bw_bps: float | None = None, latency_ns: int
     return Trace(trace.ops, {**trace.meta, "intra_server": intra})
 
 
-def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None, config=None,
+def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           ports: str = "connection", on_slice=None) -> ReplayResult:
-    """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
+           ports: str = "connection", on_slice=None, gpus: int | None = None) -> ReplayResult:
+    """Replay ``trace`` (a :class:`Trace`, a native trace file, or a list of jobs replayed together
+    on one fabric: ``--job`` texts such as ``"a.parquet@0-15+1ms"`` or ``workload.jobs.JobSpec``)
+    on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
     ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to,
@@ -80,28 +85,48 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
-    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices."""
-    digest = None
-    if not isinstance(trace, Trace):
-        path, trace = trace, load_trace(trace)
-        digest = sha256_file(path)
-    trace = with_intra_server(trace, intra_bw_bps, intra_latency_ns)
+    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices;
+    ``gpus`` sizes a trace that leaves its job size open (an AICB file without ``all_gpus``; default:
+    every host of the topology).  Every table has a ``job`` column (0 for a single trace)."""
     run = prepare_direct_run(topology, None, cc, config=config, out=None)
     run.fast_forward = fast_forward_for(mode, fast_forward)
     run.memo_db = None if memo_db is None else str(memo_db)
     run.memo_shared_prefixes = memo_shared_prefixes
     run.memo_spot_check = memo_spot_check
     run.journal = journal
-    run.source_digest = digest
     if ports not in PORT_MODELS:
         raise InputError(f"unknown port model {ports!r} (choose {' or '.join(PORT_MODELS)})")
-    if iterations is not None:  # beyond the trace's own, its last iteration repeats (new op ids)
-        trace = repeat_iterations(trace, iterations)
-    flows, info = trace_to_flows(trace, run.topo, iterations, ports)
+    if isinstance(trace, (list, tuple)):  # several jobs on one fabric (workload/jobs.py)
+        if gpus is not None:
+            raise InputError("--gpus sizes a single trace; with --job give each job's size in its placement "
+                             "(a host range, or e.g. spread:64)")
+        specs = [s if isinstance(s, JobSpec) else parse_job(str(s)) for s in trace]
+        jobs = resolve_jobs(specs, run.topo)
+        for job in jobs:
+            job.trace = with_intra_server(job.trace, intra_bw_bps, intra_latency_ns)
+            if iterations is not None:  # beyond the trace's own, its last iteration repeats
+                job.trace = repeat_iterations(job.trace, iterations)
+        flows, info = jobs_to_flows(jobs, run.topo, iterations, ports)
+        run.source_digest = _jobs_digest(jobs)
+        traces = [j.trace for j in jobs]
+    else:
+        if not isinstance(trace, Trace):
+            path, trace = trace, load_trace(trace)
+            run.source_digest = sha256_file(path)
+        trace = with_intra_server(trace, intra_bw_bps, intra_latency_ns)
+        trace = instantiate(trace, gpus, hosts=len(run.topo.hosts))  # a program trace made per-rank
+        if iterations is not None:  # beyond the trace's own, its last iteration repeats (new op ids)
+            trace = repeat_iterations(trace, iterations)
+        flows, info = trace_to_flows(trace, run.topo, iterations, ports)
+        info.insert(1, "job", 0)
+        traces = [trace]
     run.flows = flows
-    n_iter = int(info["iteration"].max()) + 1 if len(info) else 0
-    iteration_of = info["iteration"].to_numpy()
-    done_wall = np.full(n_iter, np.nan)
+    # an iteration is (job, iteration): one key per pair, for the wall-clock and memo counts
+    span = int(info["iteration"].max()) + 1 if len(info) else 0
+    key_of = info["job"].to_numpy() * span + info["iteration"].to_numpy()
+    keys = np.unique(key_of)
+    done_wall = np.full(len(keys), np.nan)
+    flow_key = np.searchsorted(keys, key_of)
     t0 = time.perf_counter()
 
     def each_slice(state):  # wall-clock time at which each iteration's last flow was done
@@ -109,7 +134,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
 
         finished = state.flows.table[:, L.FT_STATE] == 2
         for i in np.flatnonzero(np.isnan(done_wall)):
-            if finished[iteration_of == i].all():
+            if finished[flow_key == i].all():
                 done_wall[i] = time.perf_counter() - t0
         if on_slice is not None:
             on_slice(state)
@@ -117,23 +142,62 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     result = execute(run, progress=progress, on_slice=each_slice)
     f = result.flows.merge(info, on="flow_id")
     coll = (f[f["kind"] != "compute"].groupby("unit")  # collectives and p2p, intra-server copies included
-            .agg(kind=("kind", "first"), name=("name", "first"), coll=("coll", "first"),
+            .agg(job=("job", "first"), kind=("kind", "first"), name=("name", "first"), coll=("coll", "first"),
                  iteration=("iteration", "first"), op_id=("op_id", "first"),
                  start_ns=("start_ns", "min"), end_ns=("received_ns", "max"), flows=("flow_id", "count"))
             .reset_index())
     coll["duration_ns"] = coll["end_ns"] - coll["start_ns"]
-    coll = add_bandwidths(coll, trace.ops, trace.meta.get("groups", {}))
-    it = (f.groupby("iteration").agg(start_ns=("start_ns", "min"), end_ns=("received_ns", "max")).reset_index()
+    coll = pd.concat([add_bandwidths(coll[coll["job"] == j].reset_index(drop=True), t.ops, t.meta.get("groups", {}))
+                      for j, t in enumerate(traces)], ignore_index=True)
+    coll = coll[["job"] + [c for c in coll.columns if c != "job"]]
+    it = (f.groupby(["job", "iteration"]).agg(start_ns=("start_ns", "min"), end_ns=("received_ns", "max")).reset_index()
           .rename(columns={"iteration": "index"}))
     it["duration_ns"] = it["end_ns"] - it["start_ns"]
     walls = np.nan_to_num(done_wall, nan=result.counters["wall_seconds"])
-    it["wall_seconds"] = np.diff(np.concatenate([[0.0], walls]))[: len(it)]
+    # each iteration's own wall time: from the previous one done (of any job) to its own end
+    order = np.argsort(walls, kind="stable")
+    spent = np.empty(len(walls))
+    spent[order] = np.diff(np.concatenate([[0.0], walls[order]]))
+    it["wall_seconds"] = spent[: len(it)]
     if result.memo is not None:  # hits by the iteration of the (lowest) flow they were applied to
         for col, fl in (("memo_hits", result.memo.hit_flows), ("memo_lookups", result.memo.looked_flows)):
-            it[col] = np.bincount(iteration_of[np.array(fl, np.int64)], minlength=n_iter)[it["index"].to_numpy()]
+            it[col] = np.bincount(flow_key[np.array(fl, np.int64)], minlength=len(keys))[: len(it)]
     journal = {**result.memo.tables(), "memo_learned": [e.digest for e in result.memo.new_entries]} \
         if result.memo is not None else {}
     queues = pausable_queues(flows.pg[~flows.is_virtual], run.cfg.ack_high_prio)
+    per_job = [(j, f[f["job"] == j], it[it["job"] == j]) for j in range(len(traces))]
+    breakdown = pd.concat([iteration_breakdown(fj, ij).assign(job=j) for j, fj, ij in per_job], ignore_index=True)
+    layers = pd.concat([layer_breakdown(fj).assign(job=j) for j, fj, _ in per_job], ignore_index=True)
+    if isinstance(trace, (list, tuple)):
+        result.counters["shared_links"] = shared_links(f, run.topo, run.routes) if len(traces) > 1 else {}
     return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc,
-                        breakdown=iteration_breakdown(f, it), layers=layer_breakdown(f), deps=deps_table(flows),
-                        ports=ports_table(run.topo), pfc_intervals=pfc_intervals(result.pfc, queues), **journal)
+                        breakdown=_job_first(breakdown), layers=_job_first(layers), deps=deps_table(flows),
+                        ports=ports_table(run.topo), pfc_intervals=pfc_intervals(result.pfc, queues),
+                        jobs=[_job_row(j) for j in jobs] if isinstance(trace, (list, tuple)) else None, **journal)
+
+
+def _job_first(table: pd.DataFrame) -> pd.DataFrame:
+    return table[["job"] + [c for c in table.columns if c != "job"]]
+
+
+def _job_row(job) -> dict:
+    """What the summary says of a job: its name, trace, hosts and offset."""
+    from .workload.jobs import hosts_text
+
+    src = job.spec.source
+    return {"job": job.index, "name": job.name, "trace": src if isinstance(src, str) else None,
+            "ranks": int(job.trace.ranks), "hosts": hosts_text(job.hosts), "start_ns": int(job.start_ns)}
+
+
+def _jobs_digest(jobs) -> str | None:
+    """One digest for a multi-job replay's inputs (each trace file's, in order, with its placement)."""
+    import hashlib
+
+    if not all(isinstance(j.spec.source, str) for j in jobs):
+        return None
+    h = hashlib.sha256()
+    for j in jobs:
+        from .workload.jobs import hosts_text
+
+        h.update(f"{sha256_file(j.spec.source)}@{hosts_text(j.hosts)}+{j.start_ns};".encode())
+    return h.hexdigest()

@@ -1,7 +1,7 @@
 """``wormhole-replay audit``: the accelerated simulation of a trace against the full one.
 
-    wormhole-replay audit TRACE --topology SPEC|FILE --cc dcqcn|hpcc|dctcp --out DIR
-        [--iterations N] [--config FILE] [--memo-db PATH|URL | --no-memo] [--baseline DIR]
+    wormhole-replay audit TRACE|--job TRACE@HOSTS ... --topology SPEC|FILE --cc dcqcn|hpcc|dctcp --out DIR
+        [--iterations N] [--gpus N] [--config FILE] [--memo-db PATH|URL | --no-memo] [--baseline DIR]
         [--spot-check N] [--noise-floor [N]] [--max-mean-error X] [--max-p99-error X]
         [--max-iteration-error X] [--worst K] [--json] [--quiet] [--ff-* ...]
 
@@ -27,6 +27,11 @@ Outputs in DIR (all atomic; nothing is written on bad input): ``report.html``, `
 ``collectives.csv``, ``iterations.csv``, ``baseline.json``, and ``noise/``, ``noise-2/``, ... with
 the perturbed runs).
 
+Several jobs (``--job``, as ``replay`` takes them, ``workload/jobs.py``) are audited as one run;
+their iterations are then numbered across jobs in ``iterations.csv`` (``index``, with the job's
+own ``job`` and ``iteration``), so that each is matched once; the noise floor perturbs the first
+job's trace.
+
 Exit status: 0, or 1 when a ``--max-*`` threshold is exceeded (outputs are still written and
 ``audit.json`` names the threshold), or 2 on bad input.
 """
@@ -43,7 +48,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files import sha256_file
-from ..options import add_port_option, add_wormhole_options, fast_forward_options
+from ..options import add_job_option, add_port_option, add_wormhole_options, fast_forward_options, jobs_or_trace
 
 BASELINE_SCHEMA = "wormhole-replay-audit-baseline"
 AUDIT_SCHEMA = "wormhole-replay-audit"
@@ -81,11 +86,13 @@ def add_parser(subparsers, parser_class=None):
                     "one and report FCT, collective and iteration-time errors, speedup, what was fast-forwarded "
                     "and which memo entries the largest errors came from: DIR/report.html, DIR/audit.json and "
                     "the tables. Exit status 1 when a --max-* threshold is exceeded, 2 on bad input.")
-    a.add_argument("trace", help="native trace file (.parquet)")
+    a.add_argument("trace", nargs="?", help="native trace file (.parquet); or several --job")
+    add_job_option(a)
     a.add_argument("--topology", required=True, help="topology spec or topology.txt (hosts are the GPUs)")
     a.add_argument("--cc", required=True, choices=["dcqcn", "hpcc", "dctcp"], help="congestion control preset")
     a.add_argument("--config", dest="overrides", metavar="FILE", help="config.txt keys overriding the preset")
     a.add_argument("--iterations", type=int, metavar="N", help="audit only the first N iterations of the trace")
+    a.add_argument("--gpus", type=int, metavar="N", help="job size of a trace that leaves it open (default: every host)")
     a.add_argument("--out", required=True, metavar="DIR", help="output folder (report.html, audit.json, tables, full/)")
     a.add_argument("--baseline", metavar="DIR", help="reuse the full run saved by an earlier audit (its --out folder "
                    "or its full/) instead of simulating it again; refused if made with other inputs")
@@ -114,8 +121,8 @@ def add_parser(subparsers, parser_class=None):
 
 @dataclass
 class Plan:
-    trace_path: Path
-    trace: object  # workload.trace.Trace
+    trace_path: Path | None  # None with several jobs
+    trace: object  # workload.trace.Trace, per-rank (the first job's with several jobs: the one perturbed)
     topology: str
     cc: str
     iterations: int  # effective: the trace's count when --iterations is not given
@@ -128,6 +135,19 @@ class Plan:
     baseline_dir: Path | None = None
     baseline: dict | None = None
     notes: list = field(default_factory=list)
+    source: object = None  # what the accelerated run replays: the trace file, or the --job texts
+    jobs: list | None = None  # several jobs: workload.jobs.Job, resolved (traces read, hosts placed)
+    gpus: int | None = None
+
+    def full_source(self, trace=None):
+        """What the full (and perturbed) runs replay: the per-rank trace, or the resolved jobs with
+        ``trace`` in place of the first job's."""
+        from ..workload.jobs import JobSpec
+
+        if self.jobs is None:
+            return trace if trace is not None else self.trace
+        return [JobSpec(trace if (trace is not None and j.index == 0) else j.trace, [int(h) for h in j.hosts], None,
+                        j.start_ns, j.name) for j in self.jobs]
 
 
 def _topology_file(spec: str) -> Path | None:
@@ -144,12 +164,24 @@ def _plan(args) -> Plan:
     from ..workload.trace import load_trace
     from .compare import DRAW_DELAYS_NS, delays
 
-    trace_path = Path(args.trace)
-    trace = load_trace(trace_path)  # InputError: missing or not a trace
-    n_iter = trace.iterations
+    source = jobs_or_trace(args, "audit")
+    topo = prepare_direct_run(args.topology, None, args.cc, config=args.overrides, out=None).topo  # topology, cc, config
+    if isinstance(source, list):
+        from ..workload.jobs import parse_job, resolve_jobs
+
+        if args.gpus is not None:
+            raise InputError("audit: --gpus sizes a single trace; with --job give each job's size in its placement")
+        jobs = resolve_jobs([parse_job(j) for j in source], topo)  # every job read and placed before any run
+        trace_path, trace = None, jobs[0].trace
+        n_iter = min(j.trace.iterations for j in jobs)
+    else:
+        from ..workload.program import instantiate
+
+        jobs, trace_path = None, Path(source)
+        trace = instantiate(load_trace(trace_path), args.gpus, hosts=len(topo.hosts))  # InputError: not a trace
+        n_iter = trace.iterations
     if args.iterations is not None and not 1 <= args.iterations <= n_iter:
         raise InputError(f"audit: --iterations {args.iterations}: the trace has {n_iter} iteration(s)")
-    prepare_direct_run(args.topology, None, args.cc, config=args.overrides, out=None)  # topology, cc, config
     ff = fast_forward_for("wormhole", fast_forward_options(args))
     if args.memo_db and args.no_memo:
         raise InputError("audit: give --memo-db or --no-memo, not both")
@@ -170,7 +202,7 @@ def _plan(args) -> Plan:
             raise InputError("audit: --spot-check: this build's replay() cannot spot-check memo hits")
     topo_file = _topology_file(args.topology)
     identity = {
-        "trace_sha256": sha256_file(trace_path),
+        "trace_sha256": sha256_file(trace_path) if jobs is None else _jobs_digest(jobs),
         "topology": args.topology.strip(),
         "topology_sha256": sha256_file(topo_file) if topo_file else None,
         "cc": args.cc,
@@ -179,8 +211,11 @@ def _plan(args) -> Plan:
         "ports": args.ports,
         "tool_version": __version__,
     }
+    if args.gpus is not None:
+        identity["gpus"] = args.gpus
     plan = Plan(trace_path, trace, args.topology, args.cc, args.iterations or n_iter, args.iterations,
-                args.overrides, ff, memo_db, out, identity)
+                args.overrides, ff, memo_db, out, identity, source=source if jobs is not None else str(trace_path),
+                jobs=jobs, gpus=args.gpus)
     if args.baseline:
         plan.baseline_dir, plan.baseline = _load_baseline(Path(args.baseline), identity, args.noise_floor)
     return plan
@@ -206,6 +241,8 @@ def _differences(saved: dict, now: dict) -> list[str]:
         said = "no --config" if saved.get("config_sha256") is None else "another --config"
         nowc = "this --config" if now["config_sha256"] else "none"
         out.append(f"baseline was made with {said} (now: {nowc})")
+    if saved.get("gpus") != now.get("gpus"):
+        out.append(f"baseline was made with --gpus {saved.get('gpus')}, not {now.get('gpus')}")
     if saved.get("ports") != now["ports"]:
         out.append(f"baseline was made with --ports {saved.get('ports')}, not {now['ports']}")
     if saved.get("tool_version") != now["tool_version"]:
@@ -313,14 +350,14 @@ def _runs(plan: Plan, args) -> dict:
     from .compare import DRAW_DELAYS_NS, delay_text, perturb_ops
 
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
-                  progress=not args.quiet, ports=args.ports)
+                  progress=not args.quiet, ports=args.ports, gpus=plan.gpus)
     wh = dict(mode="wormhole", fast_forward=plan.fast_forward, memo_db=plan.memo_db,
               memo_shared_prefixes=args.memo_shared_prefixes, journal=True)
     runs = {"sources": {}}
     _say(args, "warm-up (compiling or loading the engine's kernels, untimed)")
     runs["warmup_seconds"] = _warm_up(plan)
     _say(args, "accelerated run (wormhole)")
-    runs["wormhole"] = replay(str(plan.trace_path), **common, **wh)  # by path: the memo records the trace digest
+    runs["wormhole"] = _numbered(replay(plan.source, **common, **wh))  # by path: the memo records the trace digest
     runs["sources"]["wormhole"] = "simulated"
     if plan.baseline is not None:
         runs["full"] = _saved_run(plan.baseline["tables"], plan.baseline["meta"].get("counters"))
@@ -328,7 +365,7 @@ def _runs(plan: Plan, args) -> dict:
         _say(args, f"full run: reused from {plan.baseline_dir}")
     else:
         _say(args, "full run (packet by packet)")
-        runs["full"] = replay(plan.trace, **common, mode="full")
+        runs["full"] = _numbered(replay(plan.full_source(), **common, mode="full"))
         runs["sources"]["full"] = "simulated"
     runs["perturbation"], runs["perturbed"] = [], []
     saved = plan.baseline["noise"] if plan.baseline is not None else []
@@ -345,7 +382,8 @@ def _runs(plan: Plan, args) -> dict:
         else:
             _say(args, f"noise floor, draw {k + 1}: full run with op {info['op_id']} ({info['name']}, rank "
                        f"{info['rank']}) {delay_text(info['delta_ns'])} longer")
-            runs["perturbed"].append(replay(Trace(ops, plan.trace.meta), **common, mode="full"))
+            runs["perturbed"].append(_numbered(replay(plan.full_source(Trace(ops, plan.trace.meta)), **common,
+                                                      mode="full")))
         runs["perturbation"].append(info)
     if runs["perturbed"]:
         n = len(runs["perturbed"])
@@ -354,11 +392,28 @@ def _runs(plan: Plan, args) -> dict:
     runs["spot_checks"] = None
     if args.spot_check:
         _say(args, f"spot check: accelerated run again, {args.spot_check} memo hit(s) simulated instead of applied")
-        spot = replay(str(plan.trace_path), **common, **wh, memo_spot_check=args.spot_check)
+        spot = replay(plan.source, **common, **wh, memo_spot_check=args.spot_check)
         runs["spot_checks"] = spot.spot_checks
         runs["spot_counters"] = spot.counters
         runs["sources"]["spot_check"] = "simulated"
     return runs
+
+
+def _numbered(res):
+    """``res`` with its iterations numbered across jobs (``index``; each row's ``job`` and
+    ``iteration`` kept) when it has several jobs, so that the comparison matches each once."""
+    its = res.iterations
+    if "job" in its and its["job"].nunique() > 1:
+        its = its.rename(columns={"index": "iteration"})
+        its.insert(0, "index", range(len(its)))
+        res.iterations = its
+    return res
+
+
+def _jobs_digest(jobs) -> str:
+    from ..replay import _jobs_digest as digest
+
+    return digest(jobs)
 
 
 # --- the audit ---------------------------------------------------------------------------------------
@@ -439,7 +494,8 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     audit = {
         "schema": AUDIT_SCHEMA, "version": VERSION, "tool_version": __version__,
         "passed": True,
-        "inputs": {"trace": str(plan.trace_path), **plan.identity, "config": plan.overrides,
+        "inputs": {"trace": str(plan.trace_path) if plan.jobs is None else None, "jobs": plan.source if plan.jobs else None,
+                   **plan.identity, "config": plan.overrides,
                    "memo_db": w.get("memo_db") if plan.memo_db else None,
                    "fast_forward": w.get("options")},
         "runs": runs["sources"],
@@ -552,7 +608,8 @@ def _write(plan: Plan, runs: dict, audit: dict, tables: dict, html: str) -> dict
     audit["report"] = str(paths["report"])
     audit["outputs"] = {k: str(v) for k, v in paths.items()}
     full_meta = {"schema": BASELINE_SCHEMA, "version": VERSION, "identity": plan.identity,
-                 "trace": str(plan.trace_path), "config": plan.overrides,
+                 "trace": str(plan.trace_path) if plan.jobs is None else None,
+                 "jobs": plan.source if plan.jobs else None, "config": plan.overrides,
                  "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                  "counters": jsonable(runs["full"].counters),
                  "noise_floor": runs["perturbation"][0] if runs["perturbed"] else None,  # draw 1, as before draws

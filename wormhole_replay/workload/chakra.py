@@ -15,12 +15,17 @@ from pathlib import Path
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ..errors import InputError
+from ..errors import InputError, warn_input
 
 COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE = 4, 5, 6, 7
 METADATA_NODE, MEM_LOAD_NODE, MEM_STORE_NODE = 1, 2, 3
 COLL_TYPES = {0: "all_reduce", 2: "all_gather", 6: "all_to_all", 7: "reduce_scatter", 8: "reduce_scatter"}
 COLL_AS_COMPUTE = {5: "broadcast", 9: "barrier"}  # replayed from their duration, as ASTRA-sim does
+# attributes a communication node may carry (Chakra's converters and ASTRA-sim's generators);
+# others are named in one warning per file: they may say something this importer does not replay
+KNOWN_COMM_ATTRS = {"comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag", "comm_priority", "pg_name",
+                    "involved_dim", "is_cpu_op", "rf_id", "fw_parent", "fw_tid", "op_schema", "scope", "seq_id",
+                    "tid"}
 SUPPORTED_VERSION = re.compile(r"(^0\.0\.[34]$)|(chakra\.0\.0\.[34]$)|(^1\.0\.[0-9]+$)|(^1\.[01]\.[0-9]+-chakra)")
 
 
@@ -188,6 +193,11 @@ def import_chakra(inputs: list[str], world_size: int | None = None):
                     pass
     groups.setdefault("pg0", list(range(n)))
     rows = []
+    for f, nodes in parsed.values():
+        unknown = {k for node in nodes if node.type in (COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE)
+                   for k in _attrs(node)} - KNOWN_COMM_ATTRS
+        if unknown:
+            warn_input(f"{f}: communication node attributes not known here, ignored: {', '.join(sorted(unknown))}")
     for rank in range(n):
         f, nodes = parsed.get(rank, next(iter(parsed.values())))
         by_id = {node.id: node for node in nodes}

@@ -34,21 +34,26 @@ from ..errors import InputError
 from . import collectives as C
 from .flowfile import FlowSet, find_cycle
 from .ports import replay_source_ports
+from .program import instantiate
 from .trace import Trace, repeat_iterations
 
 INTRA_BW_BPS = 2_880_000_000_000
 INTRA_LATENCY_NS = 25
 
 
-def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
-                   ports: str = "connection") -> tuple[FlowSet, pd.DataFrame]:
+def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str = "connection",
+                   host_of_rank=None, job: int = 0) -> tuple[FlowSet, pd.DataFrame]:
     """The flows of ``trace`` (its first ``iterations`` iterations; more than it has repeat its
-    last one) on ``topo``; ``ports`` is the source-port model (``workload.ports``).
+    last one) on ``topo``; ``ports`` is the source-port model (``workload.ports``);
+    ``host_of_rank`` places rank r on host index ``host_of_rank[r]`` (a job's placement, over the
+    trace's own map); ``job`` names the job in its connections (``workload.jobs``).
 
     Returns the :class:`FlowSet` and a table, one row per flow: ``flow_id, op_id, unit, kind,
     name, coll, iteration, rank, dst_rank`` (``rank`` sends, ``dst_rank`` receives; both are the
     op's rank for a compute op).
     """
+    if trace.is_program:  # one program per stage (AICB): per-rank now, on every host unless sized
+        trace = instantiate(trace, hosts=len(topo.hosts) if host_of_rank is None else len(host_of_rank))
     if iterations is not None:
         if iterations < 1:
             raise InputError(f"--iterations {iterations}: give at least one")
@@ -58,7 +63,10 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
         ops = ops[ops["iteration"] < iterations]
     n_ranks = trace.ranks
     hosts = np.asarray(topo.hosts)
-    if trace.meta.get("rank_to_node"):  # node ids of the topology (an imported flow.txt keeps its hosts)
+    if host_of_rank is not None:  # a job's placement
+        host_of_rank = np.asarray(host_of_rank, dtype=np.int64)
+        node_of_rank = hosts[host_of_rank]
+    elif trace.meta.get("rank_to_node"):  # node ids of the topology (an imported flow.txt keeps its hosts)
         node_of_rank = np.asarray(trace.meta["rank_to_node"], dtype=np.int64)
         bad = [int(x) for x in node_of_rank if not 0 <= x < topo.n_nodes or topo.is_switch[x]]
         if bad:
@@ -189,7 +197,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
         elif kind == "p2p":
             s_op, r_op = members
             f = add_transfer(int(first.rank), int(first.peer), max(int(first.bytes), 1), after(s_op), meta_row,
-                             ("p2p", None, 0))
+                             ("p2p", job, 0))
             exits[s_op] = exits[r_op] = [f]
         else:
             ranks = [int(recs[idx[m]].rank) for m in members]
@@ -220,7 +228,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None,
                 deps = [start + d for d in sub.deps[j]]
                 if not sub.deps[j]:  # a first send: both sides must be ready
                     deps = deps + before[a] + before[b]
-                f = add_transfer(ranks[a], ranks[b], sub.size[j], deps, meta_row, (str(first.group), algo, sub.channel[j]))
+                f = add_transfer(ranks[a], ranks[b], sub.size[j], deps, meta_row, (job, str(first.group), algo, sub.channel[j]))
                 last_out[a].append(f)
                 last_in[b].append(f)
             for p, m in enumerate(members):

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .presets import GPT_PRESETS, MOE_PRESETS, GptShape  # noqa: F401  (part of this module's API)
+from .program import replicate
 from .trace import OpsBuilder, Trace, no_gc
 
 
@@ -170,7 +171,7 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
         ranks = np.array([rank(p, d, t) for d, t in replicas], dtype=np.int64)
         peers = {_PREV: np.array([rank(p - 1, d, t) for d, t in replicas]) if p > 0 else None,
                  _NEXT: np.array([rank(p + 1, d, t) for d, t in replicas]) if p < pp - 1 else None}
-        tables.append(_replicate(prog.frame(), ranks, names, peers, next_id))
+        tables.append(replicate(prog.frame(), ranks, names, peers, next_id))
         next_id += len(prog) * len(replicas)
     ops = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
     meta = dict(
@@ -184,40 +185,6 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
 
 
 _PREV, _NEXT = -2, -3  # pipeline peer roles in a stage's program
-
-
-def _replicate(prog: pd.DataFrame, ranks: np.ndarray, names: dict, peers: dict, first_id: int) -> pd.DataFrame:
-    """One stage's program for each of its ranks: op ids shifted per replica, groups and peers
-    filled in from their roles."""
-    n_ops, n_rep = len(prog), len(ranks)
-    out = pd.DataFrame({c: np.tile(prog[c].to_numpy(), n_rep) for c in prog.columns if c != "deps"})
-    k = np.repeat(np.arange(n_rep), n_ops)  # replica of each row
-    out["op_id"] = first_id + k * n_ops + out["op_id"].to_numpy()
-    out["rank"] = ranks[k]
-    roles = prog["group"].to_numpy()
-    group = np.empty(n_ops * n_rep, dtype=object)
-    group[:] = ""
-    for role, per_replica in names.items():
-        hit = np.tile(roles == role, n_rep)
-        if hit.any():
-            group[hit] = np.asarray(per_replica, dtype=object)[k[hit]]
-    out["group"] = group
-    peer = out["peer"].to_numpy().copy()
-    for role, per_replica in peers.items():
-        hit = peer == role
-        if hit.any():
-            peer[hit] = per_replica[k[hit]]
-    out["peer"] = peer
-    lengths = np.fromiter((len(d) for d in prog["deps"]), dtype=np.int64, count=n_ops)
-    flat = np.fromiter((x for d in prog["deps"] for x in d), dtype=np.int64, count=int(lengths.sum()))
-    ends = np.cumsum(lengths).tolist()
-    starts = [0] + ends[:-1]
-    deps = []
-    for r in range(n_rep):
-        shifted = (flat + first_id + r * n_ops).tolist()
-        deps.extend(shifted[a:b] for a, b in zip(starts, ends))
-    out["deps"] = deps
-    return out[list(prog.columns)]
 
 
 def _one_f_one_b(pp: int, p: int, m: int) -> list[tuple[str, int]]:

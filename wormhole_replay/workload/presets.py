@@ -15,7 +15,7 @@ class GptShape:
     seq: int
     vocab: int = 51200
     experts: int = 0  # MoE: experts per layer (0: a dense model)
-    topk: int = 0  # MoE: experts each token is routed to
+    topk: int = 0  # MoE: experts each token is routed to (a custom MoE without one: DEFAULT_TOPK)
 
 
 GPT_PRESETS = {
@@ -30,6 +30,7 @@ MOE_PRESETS = {
 
 
 SHAPE_FIELDS = ("layers", "hidden", "seq", "vocab", "experts", "topk")
+DEFAULT_TOPK = 2  # Mixtral's: a custom MoE shape (``--experts`` without a preset) routes each token to 2 experts
 
 
 def model_shape(kind: str, model: str | None = None, **changes) -> GptShape:
@@ -48,5 +49,7 @@ def model_shape(kind: str, model: str | None = None, **changes) -> GptShape:
         shape = GptShape(layers=changes["layers"], hidden=changes["hidden"], seq=changes["seq"])
     shape = replace(shape, **changes)
     if kind == "moe" and shape.experts < 1:
-        raise InputError("an MoE needs experts and topk (or a model preset)")
+        raise InputError("an MoE needs experts (or a model preset)")
+    if kind == "moe" and shape.topk == 0 and "topk" not in changes:
+        shape = replace(shape, topk=min(DEFAULT_TOPK, shape.experts))
     return shape

@@ -13,7 +13,8 @@ A trace is a table of operations plus job metadata.  Every operation belongs to 
 Dependencies are explicit edges (``deps``: the ops that must be done first), never causality
 inferred from timestamps.  Each op carries the ``iteration`` it belongs to.
 
-Job metadata (``meta``): ``ranks``; ``rank_to_host`` (default: rank r on host index r) or
+Job metadata (``meta``): ``ranks``; ``program`` (a job kept as one program per pipeline stage,
+made per-rank at replay: ``workload/program.py``; its ``ranks`` may be ``None``, the size open); ``rank_to_host`` (default: rank r on host index r) or
 ``rank_to_node`` (topology node ids, which must be hosts);
 ``groups`` {name: [ranks]}; ``layout`` (tp, pp, dp, ep, ...); ``iterations``; ``provenance``;
 ``intra_server`` {``bw_bps``, ``latency_ns``}, the link between GPUs of one server.
@@ -60,7 +61,16 @@ class Trace:
     def iterations(self) -> int:
         return int(self.ops["iteration"].max()) + 1 if len(self.ops) else 0
 
+    @property
+    def is_program(self) -> bool:
+        """One program per pipeline stage rather than per-rank ops (``workload/program.py``)."""
+        return bool(self.meta.get("program"))
+
     def validate(self, where: str = "trace") -> None:
+        if self.is_program:
+            from .program import validate_program
+
+            return validate_program(self, where)
         ops = self.ops
         if list(ops.columns) != COLUMNS:
             raise InputError(f"{where}: columns must be {COLUMNS}")
