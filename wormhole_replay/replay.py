@@ -49,6 +49,9 @@ class ReplayResult:
     jumps: pd.DataFrame | None = None  # ... every fast-forward: partition, start_ns, end_ns, kind, flows
     spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
     memo_learned: list | None = None  # ... digests of the entries this run learned (the others it hit came from the database)
+    links: pd.DataFrame | None = None  # with ``monitor``: the link samples (``links.parquet``, engine/monitor.py)
+    qlen: str | None = None  # a config with QLEN_MON_FILE: the reference's qlen.txt, to be written as ``qlen_file``
+    qlen_file: str | None = None
 
 
 def with_intra_server(trace: Trace, bw_bps: float | None = None, latency_ns: int | None = None) -> Trace:
@@ -71,7 +74,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           ports: str = "connection", on_slice=None) -> ReplayResult:
+           ports: str = "connection", on_slice=None, monitor: int | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace` or a native trace file) on ``topology`` with ``cc``;
     ``intra_bw_bps`` / ``intra_latency_ns`` override the trace's intra-server link; ``mode`` is
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
@@ -80,7 +83,9 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
-    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices."""
+    ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices;
+    ``monitor`` samples the links every that many ns (0: the default interval, 4 base RTTs) into
+    ``links``."""
     digest = None
     if not isinstance(trace, Trace):
         path, trace = trace, load_trace(trace)
@@ -93,6 +98,7 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     run.memo_spot_check = memo_spot_check
     run.journal = journal
     run.source_digest = digest
+    run.monitor_links(monitor)
     if ports not in PORT_MODELS:
         raise InputError(f"unknown port model {ports!r} (choose {' or '.join(PORT_MODELS)})")
     if iterations is not None:  # beyond the trace's own, its last iteration repeats (new op ids)
@@ -136,4 +142,5 @@ def replay(trace: Trace | str, topology, cc: str, iterations: int | None = None,
     queues = pausable_queues(flows.pg[~flows.is_virtual], run.cfg.ack_high_prio)
     return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc,
                         breakdown=iteration_breakdown(f, it), layers=layer_breakdown(f), deps=deps_table(flows),
-                        ports=ports_table(run.topo), pfc_intervals=pfc_intervals(result.pfc, queues), **journal)
+                        ports=ports_table(run.topo), pfc_intervals=pfc_intervals(result.pfc, queues), links=result.links,
+                        qlen=result.qlen, qlen_file=run.cfg.qlen_mon_file or None, **journal)
