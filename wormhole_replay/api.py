@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .config import SimConfig, read_config
 from .engine.fastforward import FastForward
+from .engine.monitor import MonitorSpec
 from .engine.simulate import Result
 from .engine.simulate import simulate as _simulate
 from .errors import InputError
@@ -37,6 +38,20 @@ class Run:
     memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
     journal: bool = False  # wormhole without a memo database: still keep the journal of jumps
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
+    monitor: MonitorSpec | None = None  # link samples and / or the reference's qlen.txt (engine/monitor.py)
+
+    def monitor_links(self, interval_ns: int | None) -> None:
+        """Sample the links every ``interval_ns`` (0: the default interval; None: leave as is)."""
+        if interval_ns is not None:
+            self.monitor = MonitorSpec(interval_ns, self.monitor.qlen if self.monitor else None)
+
+
+def _qlen_monitor(cfg: SimConfig, outputs: dict, where) -> MonitorSpec | None:
+    """The reference's queue histogram, if the config names a QLEN_MON_FILE (``outputs["qlen"]``)."""
+    if not cfg.qlen_mon_file:
+        return None
+    outputs["qlen"] = where(cfg.qlen_mon_file)
+    return MonitorSpec(qlen=(cfg.qlen_mon_start, cfg.qlen_mon_end))
 
 
 MODES = ("full", "wormhole")
@@ -77,7 +92,8 @@ def prepare_config_run(config: str | Path, paths: str | Path | None = None, rout
     where = (lambda name: out_dir / Path(name).name) if out_dir else (lambda name: base / name)
     outputs = {"fct": where(cfg.fct_output_file or "fct.txt"), "pfc": where(cfg.pfc_output_file or "pfc.txt")}
     outputs["flows"] = outputs["fct"].parent / "flows.parquet"
-    return Run(topo, flows, cfg, pinned, _routes(topo, routing), outputs)
+    monitor = _qlen_monitor(cfg, outputs, where)
+    return Run(topo, flows, cfg, pinned, _routes(topo, routing), outputs, monitor=monitor)
 
 
 def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet | None, cc: str, config: str | Path | None = None,
@@ -106,7 +122,8 @@ def prepare_direct_run(topology: str | Topology, flows: str | Path | FlowSet | N
     pinned = read_paths_file(paths, len(fs)) if paths else None
     out_dir = Path(out) if out is not None else Path(".")
     outputs = {"fct": out_dir / "fct.txt", "pfc": out_dir / "pfc.txt", "flows": out_dir / "flows.parquet"}
-    return Run(topo, fs, cfg, pinned, _routes(topo, routing), outputs)
+    monitor = _qlen_monitor(cfg, outputs, lambda name: out_dir / Path(name).name)
+    return Run(topo, fs, cfg, pinned, _routes(topo, routing), outputs, monitor=monitor)
 
 
 def execute(run: Run, progress: bool = False, on_slice=None) -> Result:
@@ -138,13 +155,14 @@ def _execute(run: Run, on_slice) -> Result:
 
             journal = journal_only
         return _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
-                         on_slice=on_slice, fast_forward=run.fast_forward, memo=journal)
+                         on_slice=on_slice, fast_forward=run.fast_forward, memo=journal, monitor=run.monitor)
     from .memo.memoize import Memoizer
 
     memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes, spot_check=run.memo_spot_check)
     try:
         result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
-                           on_slice=on_slice, fast_forward=run.fast_forward, memo=memo.session_for(run.topo, run.cfg))
+                           on_slice=on_slice, fast_forward=run.fast_forward, memo=memo.session_for(run.topo, run.cfg),
+                           monitor=run.monitor)
         result.counters["wormhole"].update(memo.finish(result.counters, run.source_digest))
     finally:
         memo.close()

@@ -20,8 +20,8 @@ from .audit import command as _audit
 from .observe import command as _report
 from .memo import commands as _memo
 from .sweep import command as _sweep
-from .options import (add_job_option, add_mode_options, add_port_option, fast_forward_from_args, jobs_or_trace,
-                      memo_db_from_args)
+from .options import (add_job_option, add_mode_options, add_monitor_option, add_port_option, fast_forward_from_args,
+                      jobs_or_trace, memo_db_from_args, monitor_interval_from_args)
 
 PROG = "wormhole-replay"
 
@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="output folder (default: FCT_OUTPUT_FILE's place for a config, ./out otherwise)")
     s.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_monitor_option(s)
     _report.add_report_option(s)
     add_mode_options(s)
 
@@ -155,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out", help="output folder (default ./out)")
     r.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_monitor_option(r)
     _report.add_report_option(r)
     add_port_option(r)
     add_mode_options(r)
@@ -181,6 +183,7 @@ def cmd_simulate(args) -> int:
             raise InputError(f"simulate: missing {', '.join(missing)} (or give a CONFIG.txt)")
         run = prepare_direct_run(args.topology, args.flows, args.cc, args.overrides, args.paths, args.routing,
                                  args.out or "out", args.seq_num_bytes)
+    run.monitor_links(monitor_interval_from_args(args))
     run.fast_forward = fast_forward_from_args(args)
     run.memo_db = memo_db_from_args(args, run.outputs["fct"].parent)
     run.memo_shared_prefixes = args.memo_shared_prefixes
@@ -199,8 +202,16 @@ def cmd_simulate(args) -> int:
     out["pfc_intervals"] = out["pfc"].with_name("pfc_intervals.parquet")
     out["ports"] = out_dir / "ports.csv"
     queues = pausable_queues(run.flows.pg[~run.flows.is_virtual], run.cfg.ack_high_prio)
-    _write_outputs(out, {"fct": format_fct(result.flows), "pfc": format_pfc(result.pfc), "flows": result.flows,
-                         "pfc_intervals": pfc_intervals(result.pfc, queues), "ports": ports_table(run.topo)}, out_dir)
+    tables = {"fct": format_fct(result.flows), "pfc": format_pfc(result.pfc), "flows": result.flows,
+              "pfc_intervals": pfc_intervals(result.pfc, queues), "ports": ports_table(run.topo)}
+    if result.links is not None:
+        out["links"] = out_dir / "links.parquet"
+        tables["links"] = result.links
+    if result.qlen is not None:
+        tables["qlen"] = result.qlen
+    else:
+        out.pop("qlen", None)
+    _write_outputs(out, tables, out_dir)
     c = result.counters
     summary = {
         **_mode_summary(c),
@@ -295,7 +306,7 @@ def cmd_import(args) -> int:
 REPLAY_OUTPUTS = {"flows": "flows.parquet", "collectives": "collectives.csv", "iterations": "iterations.csv",
                   "breakdown": "iteration_breakdown.csv", "layers": "layer_breakdown.csv", "fct": "fct.txt",
                   "pfc": "pfc.txt", "pfc_intervals": "pfc_intervals.parquet", "deps": "deps.parquet",
-                  "ports": "ports.csv"}
+                  "ports": "ports.csv", "links": "links.parquet"}
 
 
 def cmd_replay(args) -> int:
@@ -310,15 +321,22 @@ def cmd_replay(args) -> int:
     except ValueError as e:
         raise InputError(f"replay: bad --intra-bw / --intra-latency ({e})") from None
     ff = fast_forward_from_args(args)
+    monitor = monitor_interval_from_args(args)
     out = Path(args.out)
     res = replay(jobs_or_trace(args, "replay"), args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
                  memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports,
-                 gpus=args.gpus)
+                 gpus=args.gpus, monitor=monitor)
     tables = {"flows": res.flows, "collectives": res.collectives, "iterations": res.iterations,
               "breakdown": res.breakdown, "layers": res.layers, "fct": format_fct(res.flows),
               "pfc": format_pfc(res.pfc), "pfc_intervals": res.pfc_intervals, "deps": res.deps, "ports": res.ports}
     paths = {name: out / file for name, file in REPLAY_OUTPUTS.items()}
+    if res.links is not None:
+        tables["links"] = res.links
+    else:
+        paths.pop("links")
+    if res.qlen is not None:  # a --config naming a QLEN_MON_FILE
+        paths["qlen"], tables["qlen"] = out / Path(res.qlen_file).name, res.qlen
     _write_outputs(paths, tables, out)
     c = res.counters
     summary = {

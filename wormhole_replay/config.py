@@ -53,7 +53,9 @@ class SimConfig:
     trace_output_file: str = ""
     fct_output_file: str = "fct.txt"
     pfc_output_file: str = "pfc.txt"
-    qlen_mon_file: str = ""
+    qlen_mon_file: str = ""  # with it, the run writes the reference's queue histogram (engine/monitor.py)
+    qlen_mon_start: int = 2_000_000_000  # ns (third.cc's defaults)
+    qlen_mon_end: int = 2_100_000_000
     simulator_stop_time: float = 3.01  # seconds
     alpha_resume_interval: float = 55.0  # us
     rate_decrease_interval: float = 4.0  # us
@@ -154,6 +156,8 @@ class SimConfig:
             raise InputError(f"{where}: ECN_RNG must be 'xorshift' or 'ns3', not {self.ecn_rng!r}")
         if self.ecn_rng == "ns3" and not 0 < self.rng_seed < 4294944443:
             raise InputError(f"{where}: RNG_SEED must be in 1..4294944442 for ns-3's generator")
+        if self.qlen_mon_file and (self.qlen_mon_start < 0 or self.qlen_mon_end < 0):
+            raise InputError(f"{where}: QLEN_MON_START and QLEN_MON_END must not be negative")
         if self.link_down[0] > 0:
             raise InputError(f"{where}: LINK_DOWN (taking a link down mid-run) is not supported yet; set it to '0 0 0'")
         for name in ("alpha_resume_interval", "rate_decrease_interval", "rp_timer"):
@@ -204,8 +208,8 @@ _KEYS = {
     "FCT_OUTPUT_FILE": ("fct_output_file", "str"),
     "PFC_OUTPUT_FILE": ("pfc_output_file", "str"),
     "QLEN_MON_FILE": ("qlen_mon_file", "str"),
-    "QLEN_MON_START": (None, "int"),
-    "QLEN_MON_END": (None, "int"),
+    "QLEN_MON_START": ("qlen_mon_start", "int"),
+    "QLEN_MON_END": ("qlen_mon_end", "int"),
     "SIMULATOR_STOP_TIME": ("simulator_stop_time", "float"),
     "CC_MODE": ("cc_mode", "int"),
     "ALPHA_RESUME_INTERVAL": ("alpha_resume_interval", "float"),

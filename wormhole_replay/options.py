@@ -96,3 +96,30 @@ def jobs_or_trace(args, command: str):
     if not args.job and not args.trace:
         raise InputError(f"{command}: give a TRACE (or --job TRACE@HOSTS for several jobs)")
     return list(args.job) if args.job else args.trace
+
+
+def add_monitor_option(p) -> None:
+    """``--monitor [INTERVAL]``: sample every switch egress port (``links.parquet``)."""
+    p.add_argument("--monitor", nargs="?", const="default", metavar="INTERVAL",
+                   help="sample every switch egress port's queue, bytes sent and PFC state every INTERVAL "
+                        "(e.g. 10us; default 4 base RTTs, to the nearest us) into links.parquet")
+
+
+def monitor_interval_from_args(args) -> int | None:
+    """``--monitor``'s interval in ns: None without it, 0 for the default interval."""
+    from .topology.units import parse_time_ns
+
+    text = getattr(args, "monitor", None)
+    if text is None:
+        return None
+    if text == "default":
+        return 0
+    if not any(ch.isalpha() for ch in text):
+        raise InputError(f"--monitor: {text!r} has no unit (give e.g. 10us or 2000ns)")
+    try:
+        ns = parse_time_ns(text)
+    except ValueError as e:
+        raise InputError(f"--monitor: {e}") from None
+    if ns <= 0:
+        raise InputError(f"--monitor: the interval must be at least 1 ns, not {text!r}")
+    return ns

@@ -52,6 +52,9 @@ class ReplayResult:
     spot_checks: pd.DataFrame | None = None  # ... hits simulated instead: expected vs actual bytes, error
     memo_learned: list | None = None  # ... digests of the entries this run learned (the others it hit came from the database)
     jobs: list | None = None  # several jobs: per job {job, name, trace, ranks, hosts, start_ns}
+    links: pd.DataFrame | None = None  # with ``monitor``: the link samples (``links.parquet``, engine/monitor.py)
+    qlen: str | None = None  # a config with QLEN_MON_FILE: the reference's qlen.txt, to be written as ``qlen_file``
+    qlen_file: str | None = None
 
 
 def with_intra_server(trace: Trace, bw_bps: float | None = None, latency_ns: int | None = None) -> Trace:
@@ -74,7 +77,8 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           ports: str = "connection", on_slice=None, gpus: int | None = None) -> ReplayResult:
+           ports: str = "connection", on_slice=None, gpus: int | None = None,
+           monitor: int | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace`, a native trace file, or a list of jobs replayed together
     on one fabric: ``--job`` texts such as ``"a.parquet@0-15+1ms"`` or ``workload.jobs.JobSpec``)
     on ``topology`` with ``cc``;
@@ -87,13 +91,16 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
     ``workload.ports``; ``on_slice(state)`` is called with the engine state between kernel slices;
     ``gpus`` sizes a trace that leaves its job size open (an AICB file without ``all_gpus``; default:
-    every host of the topology).  Every table has a ``job`` column (0 for a single trace)."""
+    every host of the topology).  Every table has a ``job`` column (0 for a single trace).
+    ``monitor`` samples the links every that many ns (0: the default interval, 4 base RTTs) into
+    ``links``."""
     run = prepare_direct_run(topology, None, cc, config=config, out=None)
     run.fast_forward = fast_forward_for(mode, fast_forward)
     run.memo_db = None if memo_db is None else str(memo_db)
     run.memo_shared_prefixes = memo_shared_prefixes
     run.memo_spot_check = memo_spot_check
     run.journal = journal
+    run.monitor_links(monitor)
     if ports not in PORT_MODELS:
         raise InputError(f"unknown port model {ports!r} (choose {' or '.join(PORT_MODELS)})")
     if isinstance(trace, (list, tuple)):  # several jobs on one fabric (workload/jobs.py)
@@ -173,7 +180,8 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     return ReplayResult(flows=f, collectives=coll, iterations=it, counters=result.counters, pfc=result.pfc,
                         breakdown=_job_first(breakdown), layers=_job_first(layers), deps=deps_table(flows),
                         ports=ports_table(run.topo), pfc_intervals=pfc_intervals(result.pfc, queues),
-                        jobs=[_job_row(j) for j in jobs] if isinstance(trace, (list, tuple)) else None, **journal)
+                        jobs=[_job_row(j) for j in jobs] if isinstance(trace, (list, tuple)) else None,
+                        links=result.links, qlen=result.qlen, qlen_file=run.cfg.qlen_mon_file or None, **journal)
 
 
 def _job_first(table: pd.DataFrame) -> pd.DataFrame:

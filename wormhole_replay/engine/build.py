@@ -3,7 +3,7 @@ validates and allocates here; the kernels in ``core`` only compute)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,7 +17,8 @@ from . import rng
 from .fastforward import apply as apply_fast_forward
 from .queue import new_queue, q_set
 from .slots import n_slots
-from .tables import Config, Flows, Network, Partitions
+from .monitor import new_monitor
+from .tables import Config, Flows, Monitor, Network, Partitions
 
 INITIAL_PACKETS = 4096
 INITIAL_PFC_LOG = 1024
@@ -38,9 +39,11 @@ class EngineState:
     cfg: Config
     state: np.ndarray
     parts: Partitions
+    mon: Monitor  # the link monitor (``monitor``); empty when the run is not monitored
+    qlen_dumps: list = field(default_factory=list)  # the monitor's qlen.txt dumps: (time, histogram)
 
     def args(self) -> tuple:
-        return (self.net, self.flows, self.events, self.cfg, self.state, self.parts)
+        return (self.net, self.flows, self.events, self.cfg, self.state, self.parts, self.mon)
 
 
 @dataclass
@@ -91,9 +94,10 @@ def source_ports(flows: FlowSet) -> np.ndarray:
     return sport
 
 
-def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_forward=None):
+def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_forward=None, monitor=None):
     """Allocate every engine array; return ``(EngineState, Plan)``.  ``fast_forward`` (a
-    ``FastForward``) turns on wormhole mode."""
+    ``FastForward``) turns on wormhole mode, ``monitor`` (a ``monitor.MonitorSpec``) the link
+    monitor."""
     cfg.validate()
     ports = topo.ports()
     P = ports.n_ports
@@ -295,9 +299,18 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
                        memo_log=np.zeros((3 * F + 2 * K + 16, L.ML_LEN), np.int64),  # one instant logs fewer
                        watch=np.zeros((F if fast_forward is not None else 1, max_data_path), np.float64),
                        port_scratch=np.zeros((max(P, 1), 4), np.float64))
-    state = EngineState(net=net, flows=flow_tables, events=events, cfg=Config(ints=ci, floats=cf), state=st, parts=parts)
+    first_start = int(flows.start_ns[order[0]]) if len(order) else 0
+    mon = new_monitor(monitor, topo, ports, events, F, K, max_rtt, first_start, _monitored_classes(flows, cfg))
+    state = EngineState(net=net, flows=flow_tables, events=events, cfg=Config(ints=ci, floats=cf), state=st, parts=parts,
+                        mon=mon)
     plan = Plan(sport=sport, pair_rtt=_i64(pair_rtt), pair_bw=_i64(pair_bw), base_rtt=max_rtt, fast_forward=fast_forward)
     return state, plan
+
+
+def _monitored_classes(flows: FlowSet, cfg: SimConfig) -> list[int]:
+    """The queue classes the run uses: its flows' priority groups and the ACKs' queue."""
+    pgs = flows.pg[~flows.is_virtual] if len(flows) else np.zeros(0, np.int64)
+    return sorted({int(q) for q in np.unique(pgs)} | {0 if cfg.ack_high_prio else 3})
 
 
 def new_packets(cap: int, with_int: bool) -> np.ndarray:

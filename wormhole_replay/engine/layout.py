@@ -40,7 +40,8 @@ PT_FROZEN = 24  # its partition is being fast-forwarded: the port neither sends 
 PT_FLUID = 25  # wormhole: bps its fluid flows take (data or ACKs): packets get the rest of the link
 PT_FLUID_BYTES = 26  # ... bytes those fluid flows carried up to PT_FLUID_T (for INT's tx bytes)
 PT_FLUID_T = 27
-PT_LEN = 28
+PT_JUMP_BYTES = 28  # wormhole: bytes its link carried during its partition's jumps (credited at thaw; the monitor's tx bytes)
+PT_LEN = 29
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1

@@ -9,7 +9,8 @@ Scheduling follows htsim: a slot per component, each pending at most once (``slo
 * ``FLOWS``      the flow file's next start time (``ScheduleFlowInputs``);
 * ``QP[f, k]``   a flow's DCQCN timers, its retransmission timer, its start (``T_START``) and,
   in wormhole mode, the planned end of its jump while it is fluid (``T_FLUID``);
-* ``SAMPLE``, ``THAW[k]``  wormhole mode: rate sampling, and the end of partition k's jump.
+* ``SAMPLE``, ``THAW[k]``  wormhole mode: rate sampling, and the end of partition k's jump;
+* ``MONITOR``    the link monitor's samples (``monitor``: it changes nothing, not even the clock).
 
 Every event carries the sequence number the reference would have given it (reserved when the
 reference schedules it: a packet's arrival is numbered when its transmission starts), so
@@ -21,7 +22,7 @@ those atomic operations were measured at 60-70% of the run time.
 
 from numba import njit
 
-from . import cc, dag, nic, switch, transport
+from . import cc, dag, monitor, nic, switch, transport
 from .layout import (CI_STOP, CI_WH, FT_PART, FT_STATE, FT_VIRTUAL, KIND_DATA, KIND_PFC, PK_FLOW, PK_KIND,
                      PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_KICKED, PT_NODE, PT_PEER, PT_QPKTS, PT_TXDONE_SEQ,
                      PTF_ERROR, RUN_BUDGET, RUN_DONE, RUN_GROW, RUN_MEMO, ST_CUR_SEQ, ST_DROPS, ST_EVENTS,
@@ -32,7 +33,7 @@ from .packets import FREE_MARGIN, free
 from .pfc import pfc_received
 from .queue import pending, q_pop, q_set
 from .rng import uniform
-from .slots import T_FLUID, T_RTO, T_START, flow_slots_base, flows_slot, sample_slot
+from .slots import T_FLUID, T_RTO, T_START, flow_slots_base, flows_slot, monitor_slot, sample_slot
 from .wormhole.fluid import thaw_fluid
 from .wormhole.jump import thaw
 from .wormhole.membership import flow_finished, flow_started
@@ -115,15 +116,16 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
 
 
 @njit(cache=True, _nrt=False)
-def run(net, flows, events, cfg, state, parts, max_events):
+def run(net, flows, events, cfg, state, parts, mon, max_events):
     """Process events until none is left, the stop time passes, ``max_events`` have run, or the
-    packet pool / PFC log must grow (``RUN_GROW``), or the memo has records to read
+    packet pool / PFC log / monitor must grow (``RUN_GROW``), or the memo has records to read
     (``RUN_MEMO``).  All state stays in the tables, so a call can be resumed."""
     n_ports = net.ports.shape[0]
     n_flows = flows.table.shape[0]
     flow_start = flows_slot(cfg)
     qp_base = flow_slots_base(cfg)
     wh_sample = sample_slot(cfg, n_flows)
+    mon_slot = monitor_slot(cfg, n_flows)
     stop = cfg.ints[CI_STOP]
     done = 0
     while True:
@@ -143,6 +145,10 @@ def run(net, flows, events, cfg, state, parts, max_events):
         if t > stop:  # leave it pending: a later call with a later stop time resumes here
             q_set(events, slot, t, s)
             return RUN_DONE
+        if slot == mon_slot:  # reads the network only: no clock, sequence or event count of its own
+            if monitor.on_event(net, flows, events, cfg, parts, mon, slot, t):
+                return RUN_GROW
+            continue
         state[ST_NOW] = t
         state[ST_CUR_SEQ] = s
         done += 1

@@ -19,6 +19,7 @@ from .fastforward import FastForward
 from .fastforward import counters as wormhole_counters
 from .loop import run as _run
 from .memo_view import EngineView
+from . import monitor as _monitor
 
 SLICE_EVENTS = 1_000_000  # events per kernel call: progress granularity (~0.5 s)
 PROGRESS_AFTER = 2.0  # seconds before a progress bar appears
@@ -38,10 +39,12 @@ class Result:
     pfc: pd.DataFrame
     counters: dict = field(default_factory=dict)
     memo: object = None  # the run's MemoSession when the memo was on (what it learned and used)
+    links: pd.DataFrame | None = None  # the link monitor's samples (``links.parquet``), if it sampled links
+    qlen: str | None = None  # ``qlen.txt`` (the reference's histogram), if the config asked for it
 
 
 def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, progress: bool = False,
-             on_slice=None, fast_forward: FastForward | None = None, memo=None) -> Result:
+             on_slice=None, fast_forward: FastForward | None = None, memo=None, monitor=None) -> Result:
     """Run the packet-level simulation of ``flows`` on ``topo`` with ``cfg``: in full, or with
     steady partitions fast-forwarded (wormhole mode) when ``fast_forward`` is given.
 
@@ -61,10 +64,13 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     memo : callable, optional
         Wormhole mode only: ``memo(plan)`` gives the run's memo session (``memo/session.py``),
         which handles the engine's ``RUN_MEMO`` stops.
+    monitor : MonitorSpec, optional
+        Sample the links (``Result.links``) and / or the reference's queue histogram
+        (``Result.qlen``): ``engine/monitor.py``.
     """
     t0 = time.perf_counter()
     flows.validate(topo)
-    state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward)
+    state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward, monitor=monitor)
     t_built = time.perf_counter()
     st = state.state
     session = None
@@ -77,6 +83,9 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     while True:
         code = _run(*state.args(), SLICE_EVENTS)
         if code == L.RUN_GROW:
+            if state.mon.ints[_monitor.MN_SERVE] != 0:  # the monitor's request: the pool grows only when it asks
+                _monitor.serve(state)
+                continue
             net = state.net
             if st[L.ST_NFREE] < 1024:
                 net = net._replace(packets=grow_packets(net.packets, st))
@@ -102,6 +111,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             break
     if bar is not None:
         bar.close()
+    _monitor.finish(state)
     wall = time.perf_counter() - t0
     ft = state.flows.table
     finish = ft[:, L.FT_FINISH].copy()
@@ -149,7 +159,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
                                 "fluid_reserved_bps_at_end": int(state.net.ports[:, L.PT_FLUID].sum())}
         if session is not None and session.lookups:
             counters["wormhole"].update(session.counters)
-    return Result(flows=df, pfc=pfc, counters=counters, memo=session)
+    return Result(flows=df, pfc=pfc, counters=counters, memo=session, links=_monitor.links_table(state, topo),
+                  qlen=_monitor.qlen_text(state, topo))
 
 
 def _progress_bar(total: int, done: int):

@@ -3,7 +3,7 @@ the event queue, and the kick FIFO.
 
 Slots, in order: ``TXDONE[p]`` and ``ARRIVE[p]`` per port, ``WAKE[h]`` per host, ``FLOWS``,
 ``QP[f, k]`` (``FLOW_SLOTS`` per flow: the slots ``T_*``), then the wormhole's ``SAMPLE`` and
-``THAW[k]`` per partition.
+``THAW[k]`` per partition, and last the link monitor's ``MONITOR`` (``monitor``).
 """
 
 from numba import njit
@@ -72,9 +72,14 @@ def thaw_slot(cfg, n_flows, k):
     return sample_slot(cfg, n_flows) + 1 + k
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def monitor_slot(cfg, n_flows):
+    return thaw_slot(cfg, n_flows, max(n_flows, 1))
+
+
 def n_slots(n_ports, n_hosts, n_flows):
-    """Queue slots for a run: the packet engine's, then SAMPLE and one THAW per possible partition."""
-    return 2 * n_ports + n_hosts + 1 + FLOW_SLOTS * n_flows + 1 + max(n_flows, 1)
+    """Queue slots for a run: the packet engine's, then SAMPLE, one THAW per possible partition, MONITOR."""
+    return 2 * n_ports + n_hosts + 1 + FLOW_SLOTS * n_flows + 1 + max(n_flows, 1) + 1
 
 
 @njit(cache=True, _nrt=False)

@@ -74,3 +74,15 @@ class Partitions(NamedTuple):
     memo_log: np.ndarray  # int64[M, ML_LEN]: records for the memo (handled in Python between kernel calls)
     watch: np.ndarray  # float64[F, W]: a fluid flow's data-path link loads when it became fluid (wormhole/fluid)
     port_scratch: np.ndarray  # float64[P, 4]: per-port load, marks and counts of the fluid pass
+
+
+class Monitor(NamedTuple):
+    """The link monitor (``monitor``): its schedule, what it samples, and the samples so far."""
+
+    ints: np.ndarray  # int64[MN_LEN]: interval, next sample times, rows written, qlen.txt window, requests to Python
+    ports: np.ndarray  # int64[M]: the egress ports sampled (switch ports, by node then ifindex)
+    classes: np.ndarray  # int64[C]: the queue classes sampled one by one
+    log: np.ndarray  # int64[S, 1 + M * (MV_CLASS0 + C)]: a row per sample: its time, then per port its values
+    hist: np.ndarray  # int64[M, B]: qlen.txt: per port, samples per KB of egress bytes
+    est: np.ndarray  # int64[P]: scratch: bytes of the jumps under way, per port
+    seen: np.ndarray  # int64[K]: scratch: the sample at which a frozen partition was last estimated

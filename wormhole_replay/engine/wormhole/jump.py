@@ -25,6 +25,7 @@ from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, 
                       PT_NODE, PT_PNEXT, PT_RATE, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
+from ..monitor import credit_jump
 from ..share import service_rate
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
@@ -266,7 +267,7 @@ def _shift_packet(net, flows, k, i, shift):
 
 
 @njit(cache=True, _nrt=False)
-def _credit(flows, cfg, state, parts, k, shift, hpcc):
+def _credit(net, flows, cfg, state, parts, k, shift, hpcc):
     """Credit each flow of partition k what it sent over the jump of ``shift`` ns (whole packets),
     and shift its own clocks."""
     ci, wp, ft, ff, fh = cfg.ints, parts.table, flows.table, flows.rates, flows.hops
@@ -289,6 +290,7 @@ def _credit(flows, cfg, state, parts, k, shift, hpcc):
             b = room if room > 0 else 0
         ft[f, FT_CREDIT] = b
         ft[f, FT_SKIPPED] += b
+        credit_jump(net, flows, cfg, f, b)  # the link monitor's bytes carried
         for col in (FT_SND_NXT, FT_SND_UNA, FT_RX_EXPECTED, FT_BYTES_RX, FT_RX_LAST_NACK):
             ft[f, col] += b
         if ft[f, FT_LAST_UPD] > 0:
@@ -321,7 +323,7 @@ def thaw(net, flows, events, cfg, state, parts, k):
         state[ST_WH_SKIPBACK] += 1
     q_remove(events, thaw_slot(cfg, n_flows, k))
     hpcc = flows.hops.shape[0] == n_flows and net.packets.shape[1] > PK_LEN
-    _credit(flows, cfg, state, parts, k, shift, hpcc)
+    _credit(net, flows, cfg, state, parts, k, shift, hpcc)
     wp[k, WP_NSAMP] = 0
     pk, ports = net.packets, net.ports
     p = wp[k, WP_PORTS]
