@@ -6,7 +6,7 @@ chain of short flows (host 12 to 8, 200 KB each, one after the other) shares a p
 data crosses host 8's downlink, which carries the second long flow's ACKs).  The long flows cannot
 be frozen with their partition; they go fluid one by one, reserving their shares of their links,
 and the chain goes on around them packet by packet.  HPCC, the short steadiness window of
-``test_wormhole`` (100 us, 16 samples).
+``test_wormhole`` (100 us, 16 samples), fluid flows turned on (``--ff-fluid``).
 """
 
 import dataclasses
@@ -18,6 +18,8 @@ from test_wormhole import FF, MB, _both, _fct_errors, _flows
 
 from wormhole_replay.api import simulate
 from wormhole_replay.engine.fastforward import FastForward
+
+FLUID = dataclasses.replace(FF, fluid=True)  # opt-in (--ff-fluid): not yet within the bounds everywhere
 
 
 def _incast_beside_a_chain(n_short, late_at=None):
@@ -46,7 +48,7 @@ def test_steady_flows_go_fluid_inside_a_partition_that_never_settles():
     a reservation too large or too small on the bottleneck (the long flows' FCTs move: measured
     2026-12-01 0.08% and 0.50%), bytes credited twice or lost, a share left on a link."""
     flows = _incast_beside_a_chain(30)
-    full, fast = _both(flows, "hpcc")
+    full, fast = _both(flows, "hpcc", FLUID)
     w = fast.counters["wormhole"]
     assert w["fluid_flows"] >= 2 and w["fast_forwards"] == 0  # fluid alone did it
     assert fast.counters["events"] < 0.5 * full.counters["events"]  # measured 193 k against 548 k
@@ -64,7 +66,7 @@ def test_a_flow_starting_on_the_bottleneck_thaws_the_fluid_flows():
     1.6% at most with the thaw), a thaw that credits the wrong time, a thaw that loses the
     reservation of a hop its first new packet had not reached."""
     flows = _incast_beside_a_chain(100, late_at=1_000_000)
-    full, fast = _both(flows, "hpcc")
+    full, fast = _both(flows, "hpcc", FLUID)
     w = fast.counters["wormhole"]
     assert w["fluid_flows"] >= 2 and w["fluid_thawed_early"] >= 1
     e = _fct_errors(full, fast)
@@ -72,13 +74,13 @@ def test_a_flow_starting_on_the_bottleneck_thaws_the_fluid_flows():
     _check_conserved(full, fast, flows)
 
 
-@pytest.mark.parametrize("fluid, expected", [(None, 0), (True, 1)])
-def test_fluid_flows_are_off_by_default_under_dcqcn(fluid, expected):
-    """Fluid flows were measured beyond the bounds under DCQCN (README): the default leaves them
-    off there; ``--ff-fluid`` (``FastForward(fluid=True)``) turns them on."""
+@pytest.mark.parametrize("cc, fluid, expected", [("hpcc", False, 0), ("dcqcn", False, 0), ("dcqcn", True, 1)])
+def test_fluid_flows_are_opt_in(cc, fluid, expected):
+    """Fluid flows were measured beyond the bounds on some workloads (README): the default leaves
+    them off; ``--ff-fluid`` (``FastForward(fluid=True)``) turns them on under any CC."""
     flows = _incast_beside_a_chain(30)
-    fast = simulate("leaf-spine:hosts=16,leaves=4,spines=2", flows, cc="dcqcn",
+    fast = simulate("leaf-spine:hosts=16,leaves=4,spines=2", flows, cc=cc,
                     fast_forward=dataclasses.replace(FF, fluid=fluid))
     assert (fast.counters["wormhole"]["fluid_flows"] > 0) == bool(expected)
     assert fast.counters["wormhole"]["options"]["fluid"] is bool(expected)
-    assert FastForward().fluid is None  # resolved per CC
+    assert FastForward().fluid is False  # the default

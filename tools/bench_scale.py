@@ -24,6 +24,7 @@ mean FCT within 1% always.
     python tools/bench_scale.py                               # every row, both CCs (hours)
     python tools/bench_scale.py --only aicb --cc hpcc --topology fat-tree
     python tools/bench_scale.py --only moe --memo              # wormhole with a fresh memo database
+    python tools/bench_scale.py --only aicb --fluid            # wormhole with fluid flows (--ff-fluid)
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
 """
 
@@ -146,9 +147,9 @@ def errors(full: dict, other: dict) -> dict:
             "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
 
 
-def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: bool) -> dict:
+def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: bool, fluid: bool = False) -> dict:
     t = trace(cache, name, scale)
-    wormhole = replay(cache, t, topo, cc, "wormhole", () if memo else ("--no-memo",))
+    wormhole = replay(cache, t, topo, cc, "wormhole", (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()))
     out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
            "wormhole_rss_mb": wormhole["rss_mb"], "wormhole_events": wormhole["events"],
            "fast_forwards": (wormhole["wormhole"] or {}).get("fast_forwards"),
@@ -180,6 +181,7 @@ def main() -> int:
     ap.add_argument("--cc", nargs="+", choices=["hpcc", "dcqcn"], default=["hpcc", "dcqcn"])
     ap.add_argument("--scale", type=float, default=1.0, help="divide every collective's bytes by this (default 1)")
     ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
+    ap.add_argument("--fluid", action="store_true", help="wormhole runs with fluid flows (--ff-fluid)")
     ap.add_argument("--no-noise-floor", action="store_true", help="skip the noise-floor runs")
     ap.add_argument("--cache", type=Path, default=REPO / "out" / "bench-scale", help="where full runs are kept")
     ap.add_argument("--json", type=Path, help="also write the rows here")
@@ -200,7 +202,7 @@ def main() -> int:
             if a.topology and topo not in a.topology:
                 continue
             for cc in a.cc:
-                r = row(a.cache, name, topo, cc, a.scale, a.memo, not a.no_noise_floor)
+                r = row(a.cache, name, topo, cc, a.scale, a.memo, not a.no_noise_floor, a.fluid)
                 rows.append(r)
                 cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
                                   f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else

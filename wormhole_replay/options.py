@@ -29,10 +29,10 @@ def add_wormhole_options(p) -> None:
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
     fluid = g.add_mutually_exclusive_group()
-    fluid.add_argument("--ff-no-fluid", action="store_true", help="fast-forward whole partitions only, never one steady "
-                       "flow among others (fluid flows, engine/wormhole/fluid.py: on by default under HPCC only)")
-    fluid.add_argument("--ff-fluid", action="store_true", help="fluid flows under DCQCN and DCTCP too (not measured "
-                       "to be within the accuracy bounds there: see README)")
+    fluid.add_argument("--ff-fluid", action="store_true", help="also fast-forward steady flows one by one inside a "
+                       "partition that is not steady as a whole (fluid flows, engine/wormhole/fluid.py): faster where "
+                       "flows contend, not yet within the accuracy bounds everywhere (README, 'Fluid flows')")
+    fluid.add_argument("--ff-no-fluid", action="store_true", help="whole partitions only (the default)")
     m = p.add_argument_group("memo (wormhole mode)")
     m.add_argument("--memo-db", metavar="PATH|URL", help="memo database: a SQLite file or a postgresql+psycopg:// URL "
                    "(default: memo.sqlite in the output folder)")
