@@ -155,6 +155,7 @@ def test_thresholds_noise_verdict_and_spot_check_errors():
     t = C.check_thresholds(metrics, {"max_mean_error": 0.01, "max_p99_error": 0.5, "max_iteration_error": None})
     assert not t["passed"] and [x["name"] for x in t["exceeded"]] == ["max_mean_error"]
     assert C.check_thresholds(metrics, {"max_mean_error": None})["passed"]
+    assert C.check_thresholds(metrics, {"max_mean_error": 0.05, "max_p99_error": 0.5})["passed"]
     v = C.noise_comparison({"mean": 0.02, "p99": 0.3}, {"max": 0.01}, {"mean": 0.1, "p99": 0.8}, {"max": 0.05})
     assert v["all_within"] and v["verdict"].startswith("Within the noise floor")
     v = C.noise_comparison({"mean": 0.2, "p99": 0.3}, {"max": 0.01}, {"mean": 0.1, "p99": 0.8}, {"max": 0.05})
@@ -163,6 +164,19 @@ def test_thresholds_noise_verdict_and_spot_check_errors():
                          "interrupted": [False, False, False, True]})
     assert list(C.spot_check_errors(spot)[:3]) == pytest.approx([0.0, 0.1, 0.5])
     assert np.isnan(C.spot_check_errors(spot)[3])
+
+
+def test_a_threshold_on_a_metric_that_was_not_measured_fails_closed():
+    """Catches a CI gate that fails open: with no matched flow (or no iteration) the metric is
+    None, and a threshold on it must count as exceeded, not pass."""
+    nothing = {"fct_error": C.error_stats([np.nan]), "iteration_error": {"count": 0, "mean": None, "max": None}}
+    t = C.check_thresholds(nothing, {"max_mean_error": 0.01, "max_p99_error": 0.05, "max_iteration_error": 0.01})
+    assert not t["passed"]
+    assert [(x["name"], x["value"]) for x in t["exceeded"]] == [
+        ("max_mean_error", None), ("max_p99_error", None), ("max_iteration_error", None)]
+    assert not C.check_thresholds({}, {"max_mean_error": 0.01})["passed"]  # the section itself missing
+    assert not C.check_thresholds({"fct_error": {"mean": float("nan")}}, {"max_mean_error": 0.01})["passed"]
+    assert C.threshold_text(t["exceeded"][0]) == "mean FCT error not measured (limit 1.00%)"
 
 
 # --- end to end -------------------------------------------------------------------------------------

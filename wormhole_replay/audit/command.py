@@ -642,7 +642,7 @@ def _write(plan: Plan, runs: dict, audit: dict, tables: dict, html: str) -> dict
 # --- the command --------------------------------------------------------------------------------------
 
 def _print_human(audit: dict) -> None:
-    from .compare import delays, pct
+    from .compare import delays, pct, threshold_text
 
     f, i = audit["fct_error"], audit["iteration_error"]
     print(f"FCT error over {f['count']} network flows: mean {pct(f['mean'])}, p50 {pct(f['p50'])}, "
@@ -671,8 +671,7 @@ def _print_human(audit: dict) -> None:
               f"max {pct(sc['error']['max'])}")
     t = audit["thresholds"]
     if t["exceeded"]:
-        print("thresholds exceeded: " + "; ".join(f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}"
-                                                  for x in t["exceeded"]))
+        print("thresholds exceeded: " + "; ".join(threshold_text(x) for x in t["exceeded"]))
     elif any(v is not None for v in t["limits"].values()):
         print("thresholds: passed")
     print(f"report: {audit['report']}")
@@ -697,10 +696,9 @@ def run(args) -> int:
         _print_human(audit)
     if not audit["passed"]:
         if args.json:
-            from .compare import pct
+            from .compare import threshold_text
 
             print("wormhole-replay audit: thresholds exceeded: " + "; ".join(
-                f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}" for x in audit["thresholds"]["exceeded"]),
-                file=sys.stderr)
+                threshold_text(x) for x in audit["thresholds"]["exceeded"]), file=sys.stderr)
         return 1
     return 0
