@@ -489,6 +489,9 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     fc, wc = full.counters or {}, fast.counters or {}
     w = wc.get("wormhole") or {}
     wall_full, wall_fast = fc.get("wall_seconds"), wc.get("wall_seconds")
+    # a baseline's wall time was measured in another process (another load, maybe another machine
+    # or build): divided by a fresh one it is no speedup at all
+    comparable = plan.baseline is None
     virtual = flows["virtual"].astype(bool) if "virtual" in flows else np.zeros(len(flows), bool)
     net = flows[~virtual]
     audit = {
@@ -499,7 +502,7 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
                    "memo_db": w.get("memo_db") if plan.memo_db else None,
                    "fast_forward": w.get("options")},
         "runs": runs["sources"],
-        "speedup": (wall_full / wall_fast) if wall_full and wall_fast else None,
+        "speedup": (wall_full / wall_fast) if comparable and wall_full and wall_fast else None,
         "wall_seconds": {"full": wall_full, "wormhole": wall_fast, "warmup": runs.get("warmup_seconds")},
         "flows": {"total": int(len(flows)), "network": int(len(net)), "virtual": int(virtual.sum()),
                   "measured": fct["count"],
@@ -524,6 +527,12 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
         "wormhole": _summary(fast),
         "notes": list(plan.notes),
     }
+    if not comparable:
+        ev_full, ev_fast = fc.get("events"), wc.get("events")
+        events = (f"; events full / accelerated: {ev_full:,} / {ev_fast:,} ({ev_full / ev_fast:.1f}x fewer)"
+                  if ev_full and ev_fast else "")
+        audit["notes"].append("Speedup not reported: the full run's wall time comes from the baseline, measured in "
+                              f"another process under another load, so it does not compare with this run's{events}.")
     if plan.memo_db is not None:
         audit["memo"] = {k: w.get(f"memo_{k}") for k in ("db", "hits", "misses", "refused", "inserts", "learned",
                                                          "entries_at_start")}
