@@ -5,6 +5,7 @@ import base64
 import contextlib
 import io
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -155,6 +156,7 @@ def test_thresholds_noise_verdict_and_spot_check_errors():
     t = C.check_thresholds(metrics, {"max_mean_error": 0.01, "max_p99_error": 0.5, "max_iteration_error": None})
     assert not t["passed"] and [x["name"] for x in t["exceeded"]] == ["max_mean_error"]
     assert C.check_thresholds(metrics, {"max_mean_error": None})["passed"]
+    assert C.check_thresholds(metrics, {"max_mean_error": 0.05, "max_p99_error": 0.5})["passed"]
     v = C.noise_comparison({"mean": 0.02, "p99": 0.3}, {"max": 0.01}, {"mean": 0.1, "p99": 0.8}, {"max": 0.05})
     assert v["all_within"] and v["verdict"].startswith("Within the noise floor")
     v = C.noise_comparison({"mean": 0.2, "p99": 0.3}, {"max": 0.01}, {"mean": 0.1, "p99": 0.8}, {"max": 0.05})
@@ -163,6 +165,19 @@ def test_thresholds_noise_verdict_and_spot_check_errors():
                          "interrupted": [False, False, False, True]})
     assert list(C.spot_check_errors(spot)[:3]) == pytest.approx([0.0, 0.1, 0.5])
     assert np.isnan(C.spot_check_errors(spot)[3])
+
+
+def test_a_threshold_on_a_metric_that_was_not_measured_fails_closed():
+    """Catches a CI gate that fails open: with no matched flow (or no iteration) the metric is
+    None, and a threshold on it must count as exceeded, not pass."""
+    nothing = {"fct_error": C.error_stats([np.nan]), "iteration_error": {"count": 0, "mean": None, "max": None}}
+    t = C.check_thresholds(nothing, {"max_mean_error": 0.01, "max_p99_error": 0.05, "max_iteration_error": 0.01})
+    assert not t["passed"]
+    assert [(x["name"], x["value"]) for x in t["exceeded"]] == [
+        ("max_mean_error", None), ("max_p99_error", None), ("max_iteration_error", None)]
+    assert not C.check_thresholds({}, {"max_mean_error": 0.01})["passed"]  # the section itself missing
+    assert not C.check_thresholds({"fct_error": {"mean": float("nan")}}, {"max_mean_error": 0.01})["passed"]
+    assert C.threshold_text(t["exceeded"][0]) == "mean FCT error not measured (limit 1.00%)"
 
 
 # --- end to end -------------------------------------------------------------------------------------
@@ -239,7 +254,10 @@ def _check_json_matches_tables(out: Path, audit: dict) -> None:
     worst = flows.dropna(subset=["error"]).sort_values(["error", "flow_id"], ascending=[False, True])
     assert [w["flow_id"] for w in audit["worst_flows"]] == list(worst["flow_id"][:len(audit["worst_flows"])])
     w = audit["wall_seconds"]
-    assert audit["speedup"] == pytest.approx(w["full"] / w["wormhole"])
+    if audit["runs"]["full"] == "simulated":
+        assert audit["speedup"] == pytest.approx(w["full"] / w["wormhole"])
+    else:  # a stored wall time over a fresh one is no speedup
+        assert audit["speedup"] is None and any(n.startswith("Speedup not reported") for n in audit["notes"])
     for key in ("speedup", "fct_error", "iteration_error", "full", "wormhole", "report"):
         assert key in audit
     assert audit["full"]["mode"] == "full" and audit["wormhole"]["mode"] == "wormhole"
@@ -268,9 +286,29 @@ def first_audit(small_trace, tmp_path_factory):
     """One audit of the small trace with spot checks: its folder and JSON."""
     out = tmp_path_factory.mktemp("audit") / "a1"
     rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--out", str(out),
-                                 "--spot-check", "2", "--json", "--quiet"])
+                                 "--spot-check", "2", "--max-iteration-error", "1%", "--json", "--quiet"])
     assert rc == 0, stderr
     return out, json.loads(stdout)
+
+
+@pytest.fixture(scope="module")
+def noise_audit(first_audit, small_trace, tmp_path_factory):
+    """The first audit's accelerated run again (a fresh memo database: the same run), on its saved
+    full run, with a noise floor of two draws: its folder and JSON."""
+    base, _ = first_audit
+    d = tmp_path_factory.mktemp("noise")
+    rc, stdout, stderr = _audit([str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc",
+                                 "--out", str(d / "n2"), "--baseline", str(base), "--memo-db", str(d / "memo.sqlite"),
+                                 "--noise-floor", "2", "--json", "--quiet"])
+    assert rc == 0, stderr
+    return d / "n2", json.loads(stdout)
+
+
+def _mean_fct_error(out: Path) -> float:
+    """The aggregate: the accelerated run's mean FCT over the full run's, minus 1 (network flows)."""
+    f = pd.read_parquet(out / "flows.parquet")
+    f = f[~f["virtual"]]
+    return float(f["fct_wormhole"].mean() / f["fct_full"].mean() - 1)
 
 
 def test_audit_writes_a_self_contained_report_and_consistent_tables(first_audit):
@@ -278,6 +316,7 @@ def test_audit_writes_a_self_contained_report_and_consistent_tables(first_audit)
     text = _check_report(out / "report.html")
     _check_json_matches_tables(out, audit)
     assert audit["runs"]["full"] == "simulated" and audit["passed"]
+    assert audit["thresholds"]["limits"]["max_iteration_error"] == 0.01 and not audit["thresholds"]["exceeded"]
     assert audit["report"] == str(out / "report.html")
     assert audit["fct_error"]["count"] == audit["flows"]["network"] > 0
     assert audit["memo"]["hits"] > 0 and audit["memo"]["hits_recorded"] == audit["memo"]["hits"]
@@ -285,6 +324,9 @@ def test_audit_writes_a_self_contained_report_and_consistent_tables(first_audit)
     assert 0 < ff["time_fraction"] <= 1 and 0 < ff["flow_time_fraction"] <= 1 and ff["events_avoided"] > 0
     sc = audit["spot_check"]
     assert sc["requested"] == 2 and 1 <= sc["count"] <= 2 and (out / "spot_checks.csv").is_file()
+    # an interrupted check has no error; every other one is measured (and bounded in
+    # test_memo.py::test_a_spot_checked_memo_hit_delivers_what_its_entry_says, where checks finish)
+    assert sc["error"]["count"] == sc["count"] - sc["interrupted"]
     assert audit["noise_floor"] is None and "No noise floor measured" in text
     meta = json.loads((out / "full" / "baseline.json").read_text())
     assert meta["identity"]["cc"] == "hpcc" and meta["identity"]["iterations"] == 2
@@ -311,7 +353,8 @@ def test_baseline_is_reused_without_a_full_run(first_audit, small_trace, tmp_pat
     assert audit["runs"]["full"] == f"baseline {base / 'full'}"
     assert audit["wall_seconds"]["full"] == first["wall_seconds"]["full"]  # the saved run's, not a new one
     assert audit["full"]["events"] == first["full"]["events"]
-    assert audit["wall_seconds"]["audit"] < first["wall_seconds"]["audit"]
+    assert first["speedup"] is not None and audit["speedup"] is None  # the saved wall time is not this run's
+    assert "speedup n/a" in stdout
     _check_json_matches_tables(out, audit)
     _check_report(out / "report.html")
     # the new folder is itself a baseline: the full run copied with its identity
@@ -320,37 +363,33 @@ def test_baseline_is_reused_without_a_full_run(first_audit, small_trace, tmp_pat
     assert (out / "full" / "iteration_breakdown.csv").read_bytes() == (base / "full" / "iteration_breakdown.csv").read_bytes()
 
 
-def test_noise_floor_draws_are_saved_and_reused(first_audit, small_trace, tmp_path):
+def test_noise_floor_draws_are_saved_and_reused(noise_audit, small_trace, tmp_path):
     """--noise-floor N: N perturbed full runs (one op 1 ns, 10 ns, ... longer), the floor at its widest, each draw
     saved with the baseline and reused by a later audit that asks for as many or more."""
-    base, _ = first_audit
+    n2, two = noise_audit
     common = [str(small_trace), "--topology", SMALL_TOPO, *FLOW_PORTS, "--cc", "hpcc", "--no-memo", "--json", "--quiet"]
-    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "n2"), "--baseline", str(base), "--noise-floor", "2"])
-    assert rc == 0, stderr
-    two = json.loads(stdout)
     nf = two["noise_floor"]
     assert two["runs"]["noise_floor"] == "simulated" and len(nf["draws"]) == 2
     assert [d["perturbation"]["delta_ns"] for d in nf["draws"]] == [1, 10]
     assert nf["fct_error"]["mean"] == max(d["fct_error"]["mean"] for d in nf["draws"]) > 0
-    _check_json_matches_tables(tmp_path / "n2", two)
-    text = _check_report(tmp_path / "n2" / "report.html")
+    _check_json_matches_tables(n2, two)
+    text = _check_report(n2 / "report.html")
     assert "widest of 2 draws" in text and "draw 2" in text
-    assert (tmp_path / "n2" / "full" / "noise-2" / "baseline.json").is_file()
-    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "n3"), "--baseline", str(tmp_path / "n2"),
-                                          "--noise-floor", "3"])
+    assert (n2 / "full" / "noise-2" / "baseline.json").is_file()
+    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "n3"), "--baseline", str(n2), "--noise-floor", "3"])
     assert rc == 0, stderr
     three = json.loads(stdout)
-    assert three["runs"]["noise_floor"] == f"1 simulated, 2 from baseline {tmp_path / 'n2' / 'full'}"
+    assert three["runs"]["noise_floor"] == f"1 simulated, 2 from baseline {n2 / 'full'}"
     assert three["noise_floor"]["draws"][:2] == nf["draws"]  # the saved draws, as they were
     assert len(three["noise_floor"]["draws"]) == 3
     _check_json_matches_tables(tmp_path / "n3", three)
     # a baseline written before draws (one noise run, no noise_draws) still gives its draw
-    meta_path = tmp_path / "n2" / "full" / "baseline.json"
-    meta = json.loads(meta_path.read_text())
+    old = tmp_path / "before-draws"
+    shutil.copytree(n2 / "full", old)
+    meta = json.loads((old / "baseline.json").read_text())
     del meta["noise_draws"]
-    meta_path.write_text(json.dumps(meta))
-    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "old"), "--baseline", str(tmp_path / "n2"),
-                                          "--noise-floor"])
+    (old / "baseline.json").write_text(json.dumps(meta))
+    rc, stdout, stderr = _audit(common + ["--out", str(tmp_path / "old"), "--baseline", str(old), "--noise-floor"])
     assert rc == 0, stderr
     assert json.loads(stdout)["noise_floor"]["draws"] == nf["draws"][:1]
 
@@ -421,23 +460,95 @@ def test_a_poisoned_memo_entry_is_caught_and_named(first_audit, small_trace, tmp
     _check_json_matches_tables(out, audit)
 
 
-@pytest.mark.parametrize("sample,cc", [("gpt", "hpcc"), ("moe", "hpcc"), ("gpt", "dcqcn"), ("moe", "dcqcn")])
-def test_bundled_samples_pass_the_fast_forward_bounds(sample, cc, tmp_path):
-    """The issue's bounds (mean FCT error <= 1%, p99 <= 5%, iteration time <= 1%), with the memo on,
-    and within the full simulation's own noise floor.  Measured 2026-11-30: 0.00% on all three for
-    all four (no jump is worth its perturbation on flows this short: ``min_jump``), against floors
-    of 10.5% / 12.8% / 24.9% / 17.3% mean FCT (GPT HPCC, MoE HPCC, GPT DCQCN, MoE DCQCN)."""
-    out = tmp_path / sample
-    rc, stdout, stderr = _audit([str(REPO / "traces" / f"{sample}-16gpu.trace.parquet"), "--topology",
-                                 "rail:servers=4,gpus_per_server=4", "--cc", cc, "--out", str(out),
-                                 "--noise-floor", "--max-mean-error", "1%", "--max-p99-error", "5%",
+def test_the_small_trace_audit_with_memo_hits_holds_the_iteration_bound(noise_audit):
+    """The audit with jumps and memo hits (the small trace on per-flow ports): most of the run
+    fast-forwarded, a memo hit applied, and every iteration's time within 1% of the full run's.
+    Measured 2026-12-01 (045ec41): 68% of events avoided, 1 memo hit, iteration time 0.15% at most
+    (0.18% before 045ec41).  Catches a jump or hit that credits the wrong bytes on the critical
+    path."""
+    out, audit = noise_audit
+    ff = audit["fast_forward"]
+    assert ff["events_avoided"] >= 0.5 and ff["steady_jumps"] >= 10 and ff["memo_jumps"] >= 1
+    assert audit["memo"]["hits"] >= 1
+    assert audit["flows"]["incomplete_wormhole"] == 0 == audit["flows"]["incomplete_full"]
+    assert audit["iteration_error"]["max"] <= 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="engine regression in 045ec41 (fluid flows, per-hop timing): the small "
+                   "trace's mean FCT is +1.25% off the full run's (-0.05% with 6afacdc; +0.01% with --ff-no-fluid; "
+                   "measured 2026-12-01)")
+def test_the_small_trace_audit_with_memo_hits_holds_the_mean_fct_bound(noise_audit):
+    """The aggregate the issue always bounds: mean FCT within 1% (network flows).  A 5% error on
+    one ring step moves it by about 1%."""
+    out, _ = noise_audit
+    assert abs(_mean_fct_error(out)) <= 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="engine accuracy: on the small trace with per-flow ports the accelerated "
+                   "run's mean per-flow FCT error exceeds both the absolute bound and the full run's own noise floor "
+                   "(measured 2026-12-01: mean 1.96% vs floor 1.24% with 045ec41, p99 9.6% vs 10.5%; with 6afacdc "
+                   "1.70% and p99 22.7%; the worst flows, 12.5 MB ring steps, were not themselves jumped)")
+def test_the_small_trace_audit_per_flow_errors_are_within_the_noise_floor(noise_audit):
+    """Per statistic, the bound is the larger of the issue's (mean 1%, p99 5%) and the full
+    simulation's own noise floor (two draws)."""
+    _, audit = noise_audit
+    fct, floor = audit["fct_error"], audit["noise_floor"]["fct_error"]
+    assert fct["mean"] <= max(0.01, floor["mean"]) and fct["p99"] <= max(0.05, floor["p99"]), (fct, floor)
+
+
+@pytest.fixture(scope="module")
+def long_ring_trace(tmp_path_factory):
+    """One GPT-13B layer on 16 GPUs (TP 4 in a server, DP 4 across the rail), 800 MB buckets: the
+    benchmark's shape (tools/bench_wormhole.py) cut to a layer, whose DP ring steps run ~7 ms."""
+    import dataclasses
+
+    from wormhole_replay.workload.generators import GPT_PRESETS, gpt_trace
+    from wormhole_replay.workload.trace import save_trace
+
+    path = tmp_path_factory.mktemp("long-ring") / "gpt13b-1layer.parquet"
+    shape = dataclasses.replace(GPT_PRESETS["gpt-13b"], layers=1)
+    save_trace(gpt_trace(shape, 16, tp=4, bucket_mb=800, name="gpt-13b"), path)
+    return path
+
+
+@pytest.mark.parametrize("cc", ["hpcc", "dcqcn"])
+def test_a_gpt_layer_with_long_ring_steps_is_fast_forwarded_within_the_bounds(long_ring_trace, cc, tmp_path):
+    """The headline at reduced scale: an audit with the issue's thresholds as a CI gate would set
+    them passes, having fast-forwarded most of the run.  Measured 2026-12-01 (HPCC / DCQCN): 97.0%
+    / 98.2% of events avoided in 24 steady jumps; per-flow FCT error mean 0.049% / 0.041%, p99 0.11%
+    / 0.08%; iteration time 0.009% / 0.011%; the noise floor (1 ns) is below 0.01% on every
+    statistic, so the absolute bounds decide.  Catches a jump crediting wrong bytes or landing at
+    the wrong time, and a change that stops jumping here (the events avoided)."""
+    out = tmp_path / cc
+    rc, stdout, stderr = _audit([str(long_ring_trace), "--topology", "rail:servers=4,gpus_per_server=4", "--cc", cc,
+                                 "--out", str(out), "--max-mean-error", "1%", "--max-p99-error", "5%",
                                  "--max-iteration-error", "1%", "--json", "--quiet"])
     assert rc == 0, stderr
     audit = json.loads(stdout)
-    nf = audit["noise_floor"]
-    assert nf["perturbation"]["delta_ns"] == 1 and audit["runs"]["noise_floor"] == "simulated"
-    assert nf["fct_error"]["mean"] > 0  # the full simulation is chaotic on a DAG workload
-    assert nf["all_within"], nf["verdict"]
-    text = _check_report(out / "report.html")
-    assert "Within the noise floor" in text
+    assert audit["passed"] and audit["fct_error"]["count"] == audit["flows"]["network"] == 96
+    ff = audit["fast_forward"]
+    assert ff["events_avoided"] >= 0.9 and ff["steady_jumps"] >= 16, ff
+    assert abs(_mean_fct_error(out)) <= 0.01
+
+
+@pytest.mark.parametrize("sample,cc", [("gpt", "hpcc"), ("moe", "hpcc"), ("gpt", "dcqcn"), ("moe", "dcqcn")])
+def test_bundled_samples_are_not_fast_forwarded_and_equal_the_full_run(sample, cc, tmp_path):
+    """On the bundled samples no jump is worth its perturbation (flows too short for ``min_jump``:
+    README), so wormhole mode must be the full simulation exactly (0.00% on every statistic,
+    measured 2026-12-01 for all four).  Catches wormhole bookkeeping (samples, partition events,
+    memo lookups) perturbing a run it does not accelerate.  If a change makes these samples jump,
+    this test fails on purpose: judge them then by the bounds and the noise floor (``--noise-floor``:
+    10.5% / 12.8% / 24.9% / 17.3% mean FCT on 2026-11-30), as the tests above do."""
+    out = tmp_path / sample
+    rc, stdout, stderr = _audit([str(REPO / "traces" / f"{sample}-16gpu.trace.parquet"), "--topology",
+                                 "rail:servers=4,gpus_per_server=4", "--cc", cc, "--out", str(out),
+                                 "--max-mean-error", "1%", "--max-p99-error", "5%", "--max-iteration-error", "1%",
+                                 "--json", "--quiet"])
+    assert rc == 0, stderr
+    audit = json.loads(stdout)
+    w = audit["wormhole"]["wormhole"]
+    assert w["fast_forwards"] == 0 and w["fluid_flows"] == 0 and w["memo_jumps"] == 0, w
+    assert audit["fct_error"]["count"] == audit["flows"]["network"] > 0
+    assert audit["fct_error"]["max"] == 0 and audit["iteration_error"]["max"] == 0
+    assert audit["full"]["events"] == audit["wormhole"]["events"] - w["bookkeeping_events"]
     _check_json_matches_tables(out, audit)

@@ -46,37 +46,58 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+TRACE_TOPO = "rail:servers=2,gpus_per_server=4"
+
+# case -> (arguments, what the one line must say): each case fails for its own reason, not for
+# some other missing argument
 BAD = {
-    "missing config": lambda d: ["simulate", d / "nope.txt"],
-    "missing flow file": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows", d / "nope.txt", "--cc", "dcqcn"],
-    "unknown cc": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows", EXAMPLE / "flow.txt", "--cc", "reno"],
-    "unknown topology spec": lambda d: ["simulate", "--topology", "torus:n=4", "--flows", EXAMPLE / "flow.txt", "--cc", "dcqcn"],
-    "missing topology file": lambda d: ["simulate", "--topology", d / "topo.txt", "--flows", EXAMPLE / "flow.txt", "--cc", "dcqcn"],
-    "malformed topology": lambda d: ["simulate", "--topology", write(d / "t.txt", "3 1 2\n2\n0 2 100Gbps\n1 2 100Gbps 1us 0\n"),
-                                     "--flows", write(d / "f.txt", "1\n0 1 3 100 1000 2.0\n"), "--cc", "dcqcn"],
-    "flow to a missing node": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
-                                         write(d / "f.txt", "1\n0 99 3 100 1000 2.0\n"), "--cc", "dcqcn"],
-    "flow to itself": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
-                                 write(d / "f.txt", "1\n3 3 3 100 1000 2.0\n"), "--cc", "dcqcn"],
-    "malformed flow line": lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
-                                      write(d / "f.txt", "2\n0 1 3 100 1000 2.0\n0 1 3 x\n"), "--cc", "hpcc"],
-    "malformed config value": lambda d: ["simulate", write(d / "c.txt", f"TOPOLOGY_FILE {EXAMPLE / 'topology.txt'}\n"
-                                         f"FLOW_FILE {EXAMPLE / 'flow.txt'}\nCC_MODE fast\n")],
-    "unsupported cc mode in config": lambda d: ["simulate", write(d / "c.txt", f"TOPOLOGY_FILE {EXAMPLE / 'topology.txt'}\n"
-                                                f"FLOW_FILE {EXAMPLE / 'flow.txt'}\nCC_MODE 7\n")],
-    "unknown option": lambda d: ["simulate", "--frobnicate"],
-    "not built yet": lambda d: ["replay", "trace.json"],
+    "missing config": (lambda d: ["simulate", d / "nope.txt"], "nope.txt: no such config file"),
+    "missing flow file": (lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows", d / "nope.txt", "--cc", "dcqcn"],
+                          "nope.txt: no such flow file"),
+    "unknown cc": (lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows", EXAMPLE / "flow.txt", "--cc", "reno"],
+                   "invalid choice: 'reno'"),
+    "unknown topology spec": (lambda d: ["simulate", "--topology", "torus:n=4", "--flows", EXAMPLE / "flow.txt",
+                                         "--cc", "dcqcn"], "unknown topology spec 'torus:n=4'"),
+    "missing topology file": (lambda d: ["simulate", "--topology", d / "topo.txt", "--flows", EXAMPLE / "flow.txt",
+                                         "--cc", "dcqcn"], "topo.txt: no such topology file"),
+    "malformed topology": (lambda d: ["simulate", "--topology", write(d / "t.txt", "3 1 2\n2\n0 2 100Gbps\n1 2 100Gbps 1us 0\n"),
+                                      "--flows", write(d / "f.txt", "1\n0 1 3 100 1000 2.0\n"), "--cc", "dcqcn"],
+                           "t.txt:3: expected 5 fields"),
+    "flow to a missing node": (lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
+                                          write(d / "f.txt", "1\n0 99 3 100 1000 2.0\n"), "--cc", "dcqcn"],
+                               "f.txt:2: destination node 99 does not exist"),
+    "flow to itself": (lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
+                                  write(d / "f.txt", "1\n3 3 3 100 1000 2.0\n"), "--cc", "dcqcn"],
+                       "f.txt:2: source and destination are the same host"),
+    "malformed flow line": (lambda d: ["simulate", "--topology", "fat-tree:k=4", "--flows",
+                                       write(d / "f.txt", "2\n0 1 3 100 1000 2.0\n0 1 3 x\n"), "--cc", "hpcc"],
+                            "f.txt:3: expected 6 fields"),
+    "malformed config value": (lambda d: ["simulate", write(d / "c.txt", f"TOPOLOGY_FILE {EXAMPLE / 'topology.txt'}\n"
+                                          f"FLOW_FILE {EXAMPLE / 'flow.txt'}\nCC_MODE fast\n")],
+                               "c.txt:3: bad value for CC_MODE"),
+    "unsupported cc mode in config": (lambda d: ["simulate", write(d / "c.txt", f"TOPOLOGY_FILE {EXAMPLE / 'topology.txt'}\n"
+                                                 f"FLOW_FILE {EXAMPLE / 'flow.txt'}\nCC_MODE 7\n")],
+                                      "CC_MODE 7 is not supported"),
+    "unknown option": (lambda d: ["simulate", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    "replay without a topology": (lambda d: ["replay", REPO / "traces" / "gpt-16gpu.trace.parquet", "--cc", "hpcc"],
+                                  "the following arguments are required: --topology"),
+    "replay of a missing trace": (lambda d: ["replay", d / "nope.parquet", "--topology", TRACE_TOPO, "--cc", "hpcc"],
+                                  "nope.parquet: no such trace file"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
-    p = cli(*BAD[case](tmp_path), "--out", tmp_path / "out") if case not in ("not built yet", "unknown option") else cli(*BAD[case](tmp_path))
+    """Catches a traceback, a zero exit, a partial output folder, or a case that fails for another
+    reason than its own (the line must name what is wrong)."""
+    argv, says = BAD[case]
+    p = cli(*argv(tmp_path), *(["--out", tmp_path / "out"] if case != "unknown option" else []))
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
     assert "Traceback" not in p.stderr
     assert lines[0].startswith("wormhole-replay: error:")
+    assert says in lines[0], lines[0]
     assert not (tmp_path / "out").exists(), "nothing written on bad input"
 
 

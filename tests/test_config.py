@@ -61,4 +61,27 @@ def test_ns3_rng_matches_lecuyer():
     nxt = [sum(j[3 * r + k] * s0[k] for k in range(3)) % ns3rng.M1 for r in range(3)] + \
           [sum(j[9 + 3 * r + k] * s0[3 + k] for k in range(3)) % ns3rng.M2 for r in range(3)]
     assert nxt == ns3rng.stream_state(1, 6, 1)
-    assert ns3rng.first_ecn_stream(10) == 82 and ns3rng.first_ecn_stream(208) == 1666
+
+
+@pytest.mark.parametrize("name, shifts", [("S1_dcqcn", (-1, 1)), ("S5_dcqcn", (1,))])
+def test_ecn_draws_start_at_the_reference_stream(reference_runs, monkeypatch, name, shifts):
+    """The first ECN stream (``rng.first_ecn_stream``) by its effect: with the stream the engine
+    picks, S1 (10 nodes) and S5 (208 nodes) mark packets and match the reference byte for byte
+    (``test_reference_runs``); one stream off, on either node count, they no longer do.  Catches
+    an offset right for one network size only, or ECN draws that never reach the results."""
+    from wormhole_replay.api import execute, prepare_config_run
+    from wormhole_replay.engine import rng as ns3rng
+    from wormhole_replay.engine.simulate import format_fct
+
+    folder = reference_runs / name
+    expected = (folder / "fct.original-hpcc.txt").read_text()
+
+    def run():
+        return execute(prepare_config_run(folder / "config.txt", seq_num_bytes=8, paths=folder / "paths.txt"))
+
+    right = run()
+    assert right.counters["ecn_marks"] > 0 and format_fct(right.flows) == expected
+    chosen = ns3rng.first_ecn_stream
+    for shift in shifts:
+        monkeypatch.setattr(ns3rng, "first_ecn_stream", lambda n, s=shift: chosen(n) + s)
+        assert format_fct(run().flows) != expected, shift

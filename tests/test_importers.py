@@ -22,12 +22,25 @@ def aicb_dir():
     return d
 
 
+def _node_of_ip(hex_ip: str) -> int:
+    """The node id of a reference address ``0x0b000001 + (id/256)*0x10000 + (id%256)*0x100``."""
+    x = int(hex_ip, 16) - 0x0B000001
+    return (x >> 16) * 256 + ((x >> 8) & 0xFF)
+
+
 def test_flow_txt_round_trip_reproduces_the_reference(reference_runs):
-    """S1's flow.txt imported as a trace and replayed gives the reference's own FCTs."""
+    """S1's flow.txt imported as a trace and replayed gives the reference's own FCT to each flow
+    (matched by source and destination host: every S1 flow has its own sender).  Catches swapped
+    hosts or FCTs, which a comparison of sorted FCT lists let through."""
     folder = reference_runs / "S1_dcqcn"
     res = replay(import_hpcc_flow(folder / "flow.txt"), str(folder / "topology.txt"), "dcqcn")
-    ours = sorted(res.flows[~res.flows.virtual].fct_ns.tolist())
-    ref = sorted(int(line.split()[6]) for line in (folder / "fct.txt").read_text().splitlines())
+    net = res.flows[~res.flows.virtual]
+    ours = {(int(r.src), int(r.dst)): (int(r.size_bytes), int(r.fct_ns)) for r in net.itertuples()}
+    ref = {}
+    for line in (folder / "fct.txt").read_text().splitlines():
+        sip, dip, _, _, size, _, fct = line.split()[:7]
+        ref[(_node_of_ip(sip), _node_of_ip(dip))] = (int(size), int(fct))
+    assert len(ours) == len(net) == len(ref) == 8
     assert ours == ref
 
 

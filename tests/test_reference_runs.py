@@ -5,6 +5,7 @@ reference's next-hop order (``routing.txt``).  S4 (a k=8 fat-tree, 128 x 32 MB) 
 ``tools/bench_engine.py``."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from wormhole_replay.api import execute, prepare_config_run
@@ -69,10 +70,17 @@ def test_other_ecn_draws_keep_the_aggregate(reference_runs):
     assert 0 < errors.mean() <= 0.10
 
 
-def test_pfc_run_pauses_and_matches(reference_runs):
+def test_pfc_run_pauses_resumes_every_port_and_loses_nothing(reference_runs):
     """S6 is the one reference run whose switches pause: make sure it still does (an empty
-    ``pfc.txt`` on both sides would compare equal)."""
+    ``pfc.txt`` on both sides would compare equal), that every paused port is resumed (per port,
+    not only in total), and that PFC kept it lossless: no drop, every byte delivered once."""
+    from test_engine_analytic import assert_every_pause_resumed
+
     folder = reference_runs / "S6_hpcc"
     result = simulate_reference(folder)
     assert result.counters["pfc_pauses"] == 17
     assert len(format_pfc(result.pfc).splitlines()) == 34
+    assert_every_pause_resumed(result.pfc)
+    assert_every_pause_resumed(pd.read_csv(folder / "pfc.txt", sep=" ", names=list(result.pfc.columns)))
+    assert result.counters["drops"] == 0 and result.counters["packets_alive_at_end"] == 0
+    assert result.flows["completed"].all() and (result.flows["bytes_received"] == result.flows["size_bytes"]).all()

@@ -4,16 +4,18 @@ Every case runs both modes on the same flows and compares flow by flow: the full
 the ground truth.  A short steadiness window keeps the cases small (a few ms simulated).
 
 Bounds: a flow alone on its links is exact to 0.5%; where flows interact (merges, skip-backs,
-contention) each flow stays within 5% of the full simulation.  The issue's 1% mean bound is not yet
-met in these interacting cases (measured 1.6-2.5%, see DEVELOPERS.md, "Wormhole accuracy").
+contention) each flow stays within 5% of the full simulation (the issue's p99 bound: these cases
+have a handful of flows), the mean per-flow error within 1%, and the aggregate (mean FCT) within 1%
+(``_assert_within_bounds``).  Each bound is asserted only on a run that did fast-forward.
 """
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from wormhole_replay.api import simulate
+from wormhole_replay.api import execute, prepare_direct_run, simulate
 from wormhole_replay.cli import main
 from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.topology import build_topology
@@ -21,6 +23,7 @@ from wormhole_replay.workload.flowfile import FlowSet
 
 TOPO = "leaf-spine:hosts=16,leaves=4,spines=2"  # hosts 0-3 on leaf 0, 4-7 on leaf 1, ...
 FF = FastForward(window_ns=100_000, samples=16, first_jump_ns=5_000_000)
+FF_JUMPS_ONLY = replace(FF, fluid=False)  # the jump mechanics alone (fluid flows: test_fluid_flows_...)
 MB = 1_000_000
 
 
@@ -46,6 +49,16 @@ def _fct_errors(full, fast):
     a = full.flows["fct_ns"].to_numpy()[net]
     b = fast.flows["fct_ns"].to_numpy()[net]
     return np.abs(b - a) / a
+
+
+def _assert_within_bounds(full, fast, per_flow=0.05):
+    """The issue's bounds on a run with few flows: every flow within ``per_flow``, the mean per-flow
+    error and the mean FCT (the aggregate) within 1%."""
+    err = _fct_errors(full, fast)
+    net = ~full.flows["virtual"].to_numpy()
+    mean_fct = fast.flows["fct_ns"].to_numpy()[net].mean() / full.flows["fct_ns"].to_numpy()[net].mean() - 1
+    assert err.max() <= per_flow and err.mean() <= 0.01 and abs(mean_fct) <= 0.01, (err, mean_fct)
+    return err
 
 
 def _assert_all_delivered(res, flows):
@@ -75,32 +88,53 @@ def test_without_a_steady_state_wormhole_is_the_full_simulation_bit_for_bit():
     assert full.flows[cols].equals(fast.flows[cols])
 
 
+# flow 0 runs alone and is frozen; flow 2 is released by a compute op (the virtual flow 1) at a
+# time the frozen partition could not know, onto flow 0's receiver: a skip-back
+SKIP_BACK = dict(pairs=[(1, 5), (-1, 2), (2, 5)], sizes=[30 * MB, 0, 10 * MB], starts=[0, 0, 0],
+                 deps=[[], [], [1]], duration_ns=[-1, 300_000, -1])
+# flows 0 (1->5) and 1 (9->13) share nothing: two partitions.  Flow 2 (5->9) joins both (it
+# sends on 5's NIC and receives on 9's): they merge.  It finishes first: they split again.
+MERGE = dict(pairs=[(1, 5), (9, 13), (5, 9)], sizes=[30 * MB, 30 * MB, 4 * MB], starts=[0, 0, 700_000])
+
+
 def test_an_unforeseen_arrival_pulls_the_jump_back():
-    # flow 0 runs alone and is frozen; flow 1 is released by a compute op (a virtual flow) at a
-    # time the frozen partition could not know, onto flow 0's receiver: a skip-back
-    flows = _flows([(1, 5), (-1, 2), (2, 5)], [30 * MB, 0, 10 * MB], [0, 0, 0],
-                   deps=[[], [], [1]], duration_ns=[-1, 300_000, -1])
-    full, fast = _both(flows)
+    flows = _flows(SKIP_BACK["pairs"], SKIP_BACK["sizes"], SKIP_BACK["starts"], deps=SKIP_BACK["deps"],
+                   duration_ns=SKIP_BACK["duration_ns"])
+    full, fast = _both(flows, ff=FF_JUMPS_ONLY)
     w = fast.counters["wormhole"]
-    assert w["skip_backs"] >= 1
-    err = _fct_errors(full, fast)
-    assert err.max() <= 0.05, err  # measured: 0.04% (flow 0), 4.96% (flow 2, contended from its start)
+    assert w["skip_backs"] >= 1 and w["fast_forwards"] >= 2
+    # measured 2026-12-01 (045ec41): 0.17% (flow 0), 0.51% (flow 2, contended from its start);
+    # 4.96% before 6afacdc.  A skip-back that restored the frozen flow's bytes wrongly errs by far
+    # more than 1%
+    _assert_within_bounds(full, fast, per_flow=0.01)
     f = fast.flows
     assert f.loc[2, "start_ns"] == full.flows.loc[2, "start_ns"]  # the arrival itself is exact
     _assert_all_delivered(fast, flows)
 
 
 def test_partitions_merge_and_split_as_flows_come_and_go():
-    # flows 0 (1->5) and 1 (9->13) share nothing: two partitions.  Flow 2 (5->9) joins both (it
-    # sends on 5's NIC and receives on 9's): they merge.  It finishes first: they split again.
-    flows = _flows([(1, 5), (9, 13), (5, 9)], [30 * MB, 30 * MB, 4 * MB], [0, 0, 700_000])
-    full, fast = _both(flows)
+    flows = _flows(MERGE["pairs"], MERGE["sizes"], MERGE["starts"])
+    full, fast = _both(flows, ff=FF_JUMPS_ONLY)
     w = fast.counters["wormhole"]
     assert w["partitions_max"] == 2
     assert w["merges"] >= 1 and w["splits"] >= 1
     assert w["fast_forwards"] >= 2
-    err = _fct_errors(full, fast)
-    assert err.max() <= 0.05, err
+    _assert_within_bounds(full, fast)  # measured 2026-12-01 (045ec41): 0.06%, 0.02%, 0.52% (flow 2)
+    _assert_all_delivered(fast, flows)
+
+
+@pytest.mark.xfail(strict=True, reason="engine regression in 045ec41 (fluid flows, per-hop timing): with fluid "
+                   "flows the lone flow 0, made fluid, errs by 2.42% (skip-back case; mean FCT +1.68%) and 1.87% "
+                   "(merge case; mean FCT +1.05%), against 0.17% / 0.06% without fluid flows and 0.13% / 0.09% with "
+                   "the fluid flows of 6afacdc (measured 2026-12-01)")
+@pytest.mark.parametrize("case", ["skip-back", "merge"])
+def test_fluid_flows_in_the_skip_back_and_merge_cases_stay_within_the_bounds(case):
+    """The two cases above in the default mode (fluid flows on), held to the same bounds."""
+    c = SKIP_BACK if case == "skip-back" else MERGE
+    flows = _flows(c["pairs"], c["sizes"], c["starts"], deps=c.get("deps"), duration_ns=c.get("duration_ns"))
+    full, fast = _both(flows)
+    assert fast.counters["wormhole"]["fluid_flows"] >= 1
+    _assert_within_bounds(full, fast, per_flow=0.01 if case == "skip-back" else 0.05)
     _assert_all_delivered(fast, flows)
 
 
@@ -112,8 +146,7 @@ def test_a_flow_finishing_elsewhere_during_a_jump_releases_work_into_the_frozen_
     w = fast.counters["wormhole"]
     assert w["skip_backs"] >= 1
     assert abs(fast.flows.loc[2, "start_ns"] - full.flows.loc[2, "start_ns"]) <= 0.005 * full.flows.loc[2, "start_ns"]
-    err = _fct_errors(full, fast)
-    assert err.max() <= 0.05, err
+    _assert_within_bounds(full, fast)  # measured 2026-12-01: 0.15%, 0.05%, 0.44%
     _assert_all_delivered(fast, flows)
 
 
@@ -146,10 +179,14 @@ def test_dcqcn_flows_bound_by_their_nics_are_frozen_after_a_short_window():
     assert _fct_errors(full, short).max() < 0.005  # measured: 0.18%
 
 
-@pytest.mark.parametrize("cc", ["dcqcn", "hpcc"])
-def test_contending_flows_wait_for_a_full_window(cc):
-    full, short, long = _short_and_long(_flows([(1, 5), (2, 5)], [20 * MB, 20 * MB], [0, 0]), cc)
-    assert short.counters["events"] == long.counters["events"]
+@pytest.mark.parametrize("cc, size", [("dcqcn", 80 * MB), ("hpcc", 20 * MB)])
+def test_contending_flows_wait_for_a_full_window(cc, size):
+    """Two flows into one receiver never take the short window: the run with it equals the run
+    without it, and both do jump (DCQCN's shares need 80 MB flows to settle within a window here;
+    at 20 MB neither run jumped and the equality held trivially)."""
+    full, short, long = _short_and_long(_flows([(1, 5), (2, 5)], [size, size], [0, 0]), cc)
+    assert long.counters["wormhole"]["fast_forwards"] >= 1
+    assert short.counters["events"] == long.counters["events"] < full.counters["events"]
     assert short.flows.equals(long.flows)
 
 
@@ -158,9 +195,52 @@ def test_contended_flows_stay_within_the_accuracy_bounds():
     for cc in ("dcqcn", "hpcc"):
         flows = _flows([(1, 0), (5, 0)], [25 * MB, 12 * MB], [0, 1_500_000])
         full, fast = _both(flows, cc, FastForward())
-        err = _fct_errors(full, fast)
-        assert err.max() <= 0.05, (cc, err)
+        assert fast.counters["wormhole"]["fast_forwards"] >= 1, cc
+        _assert_within_bounds(full, fast)  # measured 2026-12-01: max 0.17% (DCQCN), 0.08% (HPCC)
         _assert_all_delivered(fast, flows)
+
+
+# short flows into host 0 (and a compute op releasing one more) that all finish within the first
+# millisecond, beside two long flows that a window of 800 us lets jump only later
+EARLY = dict(pairs=[(1, 0), (2, 0), (3, 0), (5, 4), (9, 13), (-1, 1), (1, 6), (10, 0)],
+             sizes=[MB, MB, MB, 2 * MB, 40 * MB, 0, MB, 30 * MB], starts=[0, 1000, 2000, 50_000, 0, 0, 0, 0],
+             deps=[[], [], [], [], [], [0], [5], [6]], duration_ns=[-1, -1, -1, -1, -1, 100_000, -1, -1])
+
+
+def _run(flows, mode, ff=LONG, stop_ns=None):
+    """One HPCC run of ``flows`` (wormhole mode keeps its jump journal), stopped at ``stop_ns``."""
+    run = prepare_direct_run(TOPO, flows, "hpcc", out=None)
+    if mode == "wormhole":
+        run.fast_forward, run.journal = ff, True
+    if stop_ns is not None:
+        run.cfg = replace(run.cfg, simulator_stop_time=stop_ns / 1e9)
+    return execute(run)
+
+
+def test_until_its_first_jump_a_wormhole_run_is_the_full_run_bit_for_bit():
+    """Wormhole events are ordered after every packet event of their instant, so until the first
+    jump nothing differs: the flows done before it are the full run's to the ns and packet, and
+    without fluid flows the whole state (every flow's bytes, the event count) is the full run's
+    when both stop just before it.  Catches a sample or partition event that perturbs the packet
+    simulation (an event stolen or reordered, a rate touched while measuring)."""
+    flows = _flows(EARLY["pairs"], EARLY["sizes"], EARLY["starts"], deps=EARLY["deps"], duration_ns=EARLY["duration_ns"])
+    full = _run(flows, "full")
+    cols = ["flow_id", "start_ns", "finish_ns", "fct_ns", "received_ns", "done_index", "packets_sent", "bytes_received"]
+    for ff in (LONG, replace(LONG, fluid=False)):
+        fast = _run(flows, "wormhole", ff)
+        first = int(fast.memo.tables()["jumps"]["start_ns"].min())
+        before = full.flows["finish_ns"].between(0, first - 1)
+        assert before.sum() >= 5, first  # the short flows and the released one
+        assert full.flows.loc[before, cols].equals(fast.flows.loc[before, cols]), ff.fluid
+        assert not full.flows.equals(fast.flows)  # the jumps did change the rest
+    # a fluid flow stops sending before any jump (its bytes are credited when it thaws), so the
+    # whole state is compared with fluid flows off
+    nofluid = replace(LONG, fluid=False)
+    first = int(_run(flows, "wormhole", nofluid).memo.tables()["jumps"]["start_ns"].min())
+    a, b = _run(flows, "full", stop_ns=first - 1), _run(flows, "wormhole", nofluid, stop_ns=first - 1)
+    assert b.counters["wormhole"]["fast_forwards"] == 0 and not a.flows["completed"].all()
+    assert a.flows.equals(b.flows)
+    assert b.counters["events"] - b.counters["wormhole"]["bookkeeping_events"] == a.counters["events"]
 
 
 def test_wormhole_is_deterministic():

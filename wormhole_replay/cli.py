@@ -25,8 +25,6 @@ from .options import (add_job_option, add_mode_options, add_monitor_option, add_
 
 PROG = "wormhole-replay"
 
-NOT_BUILT = {}
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2."""
@@ -165,8 +163,6 @@ def build_parser() -> argparse.ArgumentParser:
     _audit.add_parser(sub, _Parser)
     _report.add_parser(sub, _Parser)
     _sweep.add_parser(sub, _Parser)
-    for name, what in NOT_BUILT.items():
-        sub.add_parser(name, help=f"{what}: not built yet", add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
@@ -407,8 +403,6 @@ def main(argv=None) -> int:
         if args.command is None:
             build_parser().print_help(sys.stderr)
             return 2
-        if args.command in NOT_BUILT:
-            raise InputError(f"{args.command}: not built yet ({NOT_BUILT[args.command]})")
         with _input_warnings_as_lines():
             return {"replay": cmd_replay, "gen": cmd_gen, "import": cmd_import, "memo": _memo.run, "audit": _audit.run,
                     "report": _report.run, "sweep": _sweep.run}.get(args.command, cmd_simulate)(args)

@@ -138,9 +138,6 @@ class SimConfig:
             return self.kmin_map[bps] * 1000, self.kmax_map[bps] * 1000, self.pmax_map[bps]
         return int(100_000 * bps / 25e9), int(400_000 * bps / 25e9), 0.2
 
-    def missing_ecn_rates(self, rates) -> list[int]:
-        return sorted(r for r in set(int(x) for x in rates) if r not in self.kmin_map or r not in self.kmax_map or r not in self.pmax_map)
-
     def validate(self, where: str = "config") -> None:
         if self.cc_mode not in CC_NAMES:
             raise InputError(f"{where}: CC_MODE {self.cc_mode} is not supported (1: DCQCN, 3: HPCC, 8: DCTCP)")

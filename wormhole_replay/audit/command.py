@@ -489,6 +489,9 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     fc, wc = full.counters or {}, fast.counters or {}
     w = wc.get("wormhole") or {}
     wall_full, wall_fast = fc.get("wall_seconds"), wc.get("wall_seconds")
+    # a baseline's wall time was measured in another process (another load, maybe another machine
+    # or build): divided by a fresh one it is no speedup at all
+    comparable = plan.baseline is None
     virtual = flows["virtual"].astype(bool) if "virtual" in flows else np.zeros(len(flows), bool)
     net = flows[~virtual]
     audit = {
@@ -499,7 +502,7 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
                    "memo_db": w.get("memo_db") if plan.memo_db else None,
                    "fast_forward": w.get("options")},
         "runs": runs["sources"],
-        "speedup": (wall_full / wall_fast) if wall_full and wall_fast else None,
+        "speedup": (wall_full / wall_fast) if comparable and wall_full and wall_fast else None,
         "wall_seconds": {"full": wall_full, "wormhole": wall_fast, "warmup": runs.get("warmup_seconds")},
         "flows": {"total": int(len(flows)), "network": int(len(net)), "virtual": int(virtual.sum()),
                   "measured": fct["count"],
@@ -524,6 +527,12 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
         "wormhole": _summary(fast),
         "notes": list(plan.notes),
     }
+    if not comparable:
+        ev_full, ev_fast = fc.get("events"), wc.get("events")
+        events = (f"; events full / accelerated: {ev_full:,} / {ev_fast:,} ({ev_full / ev_fast:.1f}x fewer)"
+                  if ev_full and ev_fast else "")
+        audit["notes"].append("Speedup not reported: the full run's wall time comes from the baseline, measured in "
+                              f"another process under another load, so it does not compare with this run's{events}.")
     if plan.memo_db is not None:
         audit["memo"] = {k: w.get(f"memo_{k}") for k in ("db", "hits", "misses", "refused", "inserts", "learned",
                                                          "entries_at_start")}
@@ -642,7 +651,7 @@ def _write(plan: Plan, runs: dict, audit: dict, tables: dict, html: str) -> dict
 # --- the command --------------------------------------------------------------------------------------
 
 def _print_human(audit: dict) -> None:
-    from .compare import delays, pct
+    from .compare import delays, pct, threshold_text
 
     f, i = audit["fct_error"], audit["iteration_error"]
     print(f"FCT error over {f['count']} network flows: mean {pct(f['mean'])}, p50 {pct(f['p50'])}, "
@@ -671,8 +680,7 @@ def _print_human(audit: dict) -> None:
               f"max {pct(sc['error']['max'])}")
     t = audit["thresholds"]
     if t["exceeded"]:
-        print("thresholds exceeded: " + "; ".join(f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}"
-                                                  for x in t["exceeded"]))
+        print("thresholds exceeded: " + "; ".join(threshold_text(x) for x in t["exceeded"]))
     elif any(v is not None for v in t["limits"].values()):
         print("thresholds: passed")
     print(f"report: {audit['report']}")
@@ -697,10 +705,9 @@ def run(args) -> int:
         _print_human(audit)
     if not audit["passed"]:
         if args.json:
-            from .compare import pct
+            from .compare import threshold_text
 
             print("wormhole-replay audit: thresholds exceeded: " + "; ".join(
-                f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}" for x in audit["thresholds"]["exceeded"]),
-                file=sys.stderr)
+                threshold_text(x) for x in audit["thresholds"]["exceeded"]), file=sys.stderr)
         return 1
     return 0

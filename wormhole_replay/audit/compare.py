@@ -419,16 +419,27 @@ THRESHOLDS = {  # option name -> (section, key, description)
 
 def check_thresholds(metrics: dict, limits: dict) -> dict:
     """``limits`` {option: fraction or None} against ``metrics`` {``fct_error``: ...,
-    ``iteration_error``: ...}: ``limits``, ``exceeded`` [{name, metric, limit, value}], ``passed``."""
+    ``iteration_error``: ...}: ``limits``, ``exceeded`` [{name, metric, limit, value}], ``passed``.
+    Fails closed: a threshold whose metric could not be measured (``None``: no matched flow or
+    iteration, or NaN) counts as exceeded, with ``value`` None, so a CI gate never passes on a run
+    it could not judge."""
     exceeded = []
     for name, limit in limits.items():
         if limit is None:
             continue
         section, key, what = THRESHOLDS[name]
         value = (metrics.get(section) or {}).get(key)
-        if value is not None and value > limit:
-            exceeded.append({"name": name, "metric": what, "limit": limit, "value": value})
+        unmeasured = value is None or (isinstance(value, float) and not math.isfinite(value))
+        if unmeasured or value > limit:
+            exceeded.append({"name": name, "metric": what, "limit": limit, "value": None if unmeasured else value})
     return {"limits": dict(limits), "exceeded": exceeded, "passed": not exceeded}
+
+
+def threshold_text(x: dict) -> str:
+    """One exceeded threshold for people: ``mean FCT error 1.20% > 1.00%``, or ``... not measured``."""
+    if x["value"] is None:
+        return f"{x['metric']} not measured (limit {pct(x['limit'])})"
+    return f"{x['metric']} {pct(x['value'])} > {pct(x['limit'])}"
 
 
 # --- formatting -------------------------------------------------------------------------------

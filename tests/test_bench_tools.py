@@ -1,0 +1,36 @@
+"""The benchmarks' own arithmetic (tools/ is not a package: loaded by path)."""
+
+import importlib.util
+import math
+
+import pytest
+
+from conftest import REPO
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_engine_counts_a_lost_flow_as_an_error(reference_runs, tmp_path):
+    """A run that lost a flow must not print 0.00%: the missing flow is counted and weighs 100% in
+    the per-flow error, and the mean FCT is not computed over the survivors.  Catches missing
+    flows vanishing in nanmean/nanmax (the bug of the first bench_engine)."""
+    fct_errors = _tool("bench_engine").fct_errors
+    ref = reference_runs / "S1_dcqcn" / "fct.original-hpcc.txt"
+    lines = ref.read_text().splitlines(keepends=True)
+    assert fct_errors(ref, ref) == (0.0, 0.0, 0.0, 0)
+    ours = tmp_path / "fct.txt"
+    ours.write_text("".join(lines[1:]))  # the first flow to finish never finished
+    mean_e, max_e, mean_fct, missing = fct_errors(ref, ours)
+    assert missing == 1 and max_e == 1.0 and mean_e == pytest.approx(1 / len(lines))
+    assert math.isnan(mean_fct)
+    fcts = [int(line.split()[6]) for line in lines]
+    first = lines[0].split()
+    first[6] = str(2 * fcts[0])  # one FCT twice as long: 100% off, nothing missing
+    ours.write_text(" ".join(first) + "\n" + "".join(lines[1:]))
+    _, max_e, mean_fct, missing = fct_errors(ref, ours)
+    assert (max_e, missing) == (1.0, 0) and mean_fct == pytest.approx(fcts[0] / sum(fcts))
