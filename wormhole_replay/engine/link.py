@@ -35,11 +35,14 @@ def port_ready(net, events, state, p):
     return bu < now or (bu == now and net.ports[p, PT_TXDONE_SEQ] < state[ST_CUR_SEQ])
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def transmit_start(net, flows, events, cfg, state, p, i):
     """Put packet i on the wire out of port p: busy until its last bit, arriving a delay later."""
     ports, pk = net.ports, net.packets
     now = state[ST_NOW]
+    fluid = cfg.ints[CI_WH_FLUID] != 0
+    if fluid:  # a thawed flow's first packet gives back its share first: it is not slowed by itself
+        on_transmit(net, flows, cfg, state, p, i, False)
     tx = tx_ns(pk[i, PK_SIZE], service_rate(net, p))
     ports[p, PT_BUSY_UNTIL] = now + tx
     ports[p, PT_TXDONE_SEQ] = next_seq(state)  # the reference schedules TransmitComplete first,
@@ -57,8 +60,8 @@ def transmit_start(net, flows, events, cfg, state, p, i):
     # something is already waiting (otherwise an enqueue schedules it late, with the same seq).
     if ports[p, PT_IS_HOST] != 0 or ports[p, PT_QPKTS] > 0:
         q_set(events, p, now + tx, ports[p, PT_TXDONE_SEQ])
-    if cfg.ints[CI_WH_FLUID] != 0:
-        on_transmit(net, flows, cfg, state, p, i)
+    if fluid:  # a fluid flow's last packet takes its share once on the wire: nor is it
+        on_transmit(net, flows, cfg, state, p, i, True)
 
 
 @njit(cache=True, _nrt=False)

@@ -17,7 +17,13 @@ reference schedules it: a packet's arrival is numbered when its transmission sta
 same-nanosecond events run in the reference's order.  Time is integer nanoseconds, as in ns-3.
 The kernels never allocate, so they are compiled without Numba's reference counting
 (``_nrt=False``): with it, every call took and dropped a reference on each array argument, and
-those atomic operations were measured at 60-70% of the run time.
+those atomic operations were measured at 60-70% of the run time.  The handlers a packet meets at
+every hop (``switch.receive``, ``switch.dequeue_and_transmit``, ``transport.receive_*``,
+``link.transmit_start``) are inlined (``inline="always"``): a call passes every array of the
+structures it takes, flattened (pointer, sizes and strides each: some 200 words), and Numba does
+not inline across kernels by itself.  Measured (``tools/compare_builds.py``, S4 HPCC, CPU time
+against 9871f67, before the tables had names): 1.46x with those calls, 0.90x inlined; compile time
++74% (35 s against 20 s), most of it the fluid flows' and monitors' kernels, not the inlining.
 """
 
 from numba import njit

@@ -24,7 +24,7 @@ from .slots import kick
 
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def receive(net, flows, cfg, state, ip, i):
     """``SwitchNode::SendToDev``: packet i arrived on port ``ip``; route it to its next egress
     port, admit it into the shared buffer (or drop it), queue it there."""
@@ -86,7 +86,7 @@ def _push_int_hop(net, cfg, state, p, i):
     pk[i, PK_NHOP] = h + 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def dequeue_and_transmit(net, flows, events, cfg, state, p):
     """``QbbNetDevice::DequeueAndTransmit`` at a switch port: pick a queue, release the packet's
     buffer (``SwitchNotifyDequeue``: MMU, ECN mark, RESUME), push HPCC's INT hop, transmit."""

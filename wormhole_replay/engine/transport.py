@@ -31,7 +31,7 @@ def nic_port(net, node):
     return net.hosts[net.nodes[node, NT_HOST], HT_PORT]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def receive_data(net, flows, events, cfg, state, i):
     """``RdmaHw::ReceiveUdp`` + ``ReceiverCheckSeq``: data packet i reached its receiver; accept it
     in order (the flow is received in full: release its successors), then ACK (or NACK a gap)."""
@@ -72,7 +72,7 @@ def receive_data(net, flows, events, cfg, state, i):
     kick(net, state, p)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def receive_ack(net, flows, events, cfg, state, i):
     """``RdmaHw::ReceiveAck``: ACK or NACK packet i reached its sender."""
     ft, pk, ci = flows.table, net.packets, cfg.ints

@@ -102,10 +102,12 @@ def _passed(net, flows, f, first, end, data, last):
 
 
 @njit(cache=True, _nrt=False)
-def on_transmit(net, flows, cfg, state, p, i):
-    """Port p put packet i on the wire.  A fluid flow's reservation is taken at each hop as its last
-    packet (or the ACK of it) leaves that hop, and a thawed one's given back as its first new packet
-    (or the ACK of it) does, so that no link carries a flow twice, or not at all, meanwhile."""
+def on_transmit(net, flows, cfg, state, p, i, taking):
+    """Port p puts packet i on the wire.  A fluid flow's reservation is taken at each hop as its last
+    packet (or the ACK of it) leaves that hop (``taking``: called once the packet is on the wire),
+    and a thawed one's given back as its first new packet (or the ACK of it) does (called before
+    its serialisation time is set), so that no link carries a flow twice, or not at all, and no
+    packet is slowed by its own flow's share."""
     pk, ft = net.packets, flows.table
     f = pk[i, PK_FLOW]
     if f < 0 or (ft[f, FT_FLUID] == 0 and ft[f, FT_RESV] == 0):
@@ -116,10 +118,10 @@ def on_transmit(net, flows, cfg, state, p, i):
     held = (ft[f, FT_RESV] & bit) != 0
     share = _share(cfg, flows.rates[f, FF_FLUID], data)
     if ft[f, FT_FLUID] != 0:
-        if not held and _is_last(pk, i, data, ft[f, FT_FLUID_LAST]):
+        if taking and not held and _is_last(pk, i, data, ft[f, FT_FLUID_LAST]):
             reserve(net, p, share, state[ST_NOW])
             ft[f, FT_RESV] |= bit
-    elif held and (seq >= ft[f, FT_FLUID_FIRST] if data else seq > ft[f, FT_FLUID_FIRST]):
+    elif not taking and held and (seq >= ft[f, FT_FLUID_FIRST] if data else seq > ft[f, FT_FLUID_FIRST]):
         reserve(net, p, -share, state[ST_NOW])
         ft[f, FT_RESV] &= ~bit
 
