@@ -32,12 +32,13 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .layout import (CI_ACK_SIZE, CI_DATA_HDR, CI_PAYLOAD, CI_WH, FF_MEMO, FF_STEADY, FT_APATH, FT_DPATH, FT_FLUID,
-                     FT_PNEXT, FT_SIZE, FT_SND_NXT, NQ, PT_FROZEN, PT_JUMP_BYTES, PT_PART, PT_QBYTES, PT_TXBYTES,
+from .layout import (CI_ACK_SIZE, CI_DATA_HDR, CI_PAYLOAD, CI_WH, FT_APATH, FT_DPATH, FT_FLUID,
+                     FT_PNEXT, NQ, PT_FROZEN, PT_JUMP_BYTES, PT_PART, PT_QBYTES, PT_TXBYTES,
                      QT_EGRESS, QT_PAUSED, WP_FLOWS, WP_T0, WP_TCONV)
 from .queue import QM_COUNT, QM_HEAP_N, q_set
 from .tables import Monitor
 from .share import carried_bytes
+from .wormhole.credit import jump_credit
 
 MON_SEQ = 1 << 62  # above WH_SEQ_BASE + any wormhole event: last of its nanosecond
 
@@ -101,19 +102,7 @@ def credit_jump(net, flows, cfg, f, b):
 def _jump_so_far(flows, cfg, parts, k, f, t):
     """Payload bytes frozen partition k's jump has carried of flow f by ``t``: what ``jump._credit``
     would credit if the jump ended now (so the estimate never exceeds the credit at thaw)."""
-    ft, ff = flows.table, flows.rates
-    payload = cfg.ints[CI_PAYLOAD]
-    shift = t - parts.table[k, WP_T0]
-    t_conv = parts.table[k, WP_TCONV]
-    if t_conv > 0:
-        b = np.int64(ff[f, FF_MEMO] * min(shift, t_conv) / t_conv
-                     + ff[f, FF_STEADY] * max(shift - t_conv, 0) / 8e9) // payload * payload
-    else:
-        b = np.int64(ff[f, FF_STEADY] * shift / 8e9) // payload * payload
-    room = ft[f, FT_SIZE] - ft[f, FT_SND_NXT] - payload
-    if b > room:
-        b = room if room > 0 else 0
-    return b
+    return jump_credit(flows, cfg, f, t - parts.table[k, WP_T0], parts.table[k, WP_TCONV])
 
 
 @njit(cache=True, _nrt=False)

@@ -29,6 +29,7 @@ from ..monitor import credit_jump
 from ..share import service_rate
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
+from .credit import jump_credit
 from .partitions import FROZEN, LIVE, ensure_sampling, live_add, live_remove, log, ports_end
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
@@ -280,14 +281,7 @@ def _credit(net, flows, cfg, state, parts, k, shift, hpcc):
             ft[f, FT_CREDIT] = 0
             f = ft[f, FT_PNEXT]
             continue
-        if t_conv > 0:
-            b = np.int64(ff[f, FF_MEMO] * min(shift, t_conv) / t_conv
-                         + ff[f, FF_STEADY] * max(shift - t_conv, 0) / 8e9) // payload * payload
-        else:
-            b = np.int64(ff[f, FF_STEADY] * shift / 8e9) // payload * payload
-        room = ft[f, FT_SIZE] - ft[f, FT_SND_NXT] - payload
-        if b > room:
-            b = room if room > 0 else 0
+        b = jump_credit(flows, cfg, f, shift, t_conv)
         ft[f, FT_CREDIT] = b
         ft[f, FT_SKIPPED] += b
         credit_jump(net, flows, cfg, f, b)  # the link monitor's bytes carried
