@@ -127,7 +127,7 @@ def test_partitions_merge_and_split_as_flows_come_and_go():
 @pytest.mark.parametrize("case", [
     pytest.param("skip-back", marks=pytest.mark.xfail(strict=True, reason=(
         "fluid flows (opt-in): in the skip-back case the lone flow 0 errs by 2.28% (mean FCT +1.51%) against "
-        "0.17% without fluid flows; flow 2's finish does not thaw it (fluid_thawed_early 0); measured 2026-12-01"))),
+        "0.17% without fluid flows; it is flow 2 that goes fluid (0.53-2.10 ms) while flow 0 shares the bottleneck live against its reservation; measured 2026-12-01"))),
     "merge",  # 0.15%, 0.06%, 0.31% (1.87% before a thawed flow's first packet stopped being slowed by its own share)
 ])
 def test_fluid_flows_in_the_skip_back_and_merge_cases_stay_within_the_bounds(case):
