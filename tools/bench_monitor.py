@@ -10,18 +10,12 @@ time on a shared machine), and the size of the ``links.parquet`` it writes.
 from __future__ import annotations
 
 import argparse
-import resource
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-RUNS = Path(__file__).resolve().parents[2] / "shared" / "reference-runs"
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_builds import RUNS, simulate_cpu_seconds  # noqa: E402
 
 
 def main() -> int:
@@ -33,16 +27,12 @@ def main() -> int:
     if not (folder / "config.txt").is_file():
         print(f"bench_monitor: no reference run {a.run} in {RUNS}", file=sys.stderr)
         return 2
-    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
-           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", "full", "--quiet"]
     cpu = {"off": [], "on": []}
     with tempfile.TemporaryDirectory(prefix="bench-monitor-") as tmp:
         for rep in range(a.repeat):
             for kind in ("off", "on") if rep % 2 == 0 else ("on", "off"):
-                t0 = _cpu()
-                subprocess.run(cmd + ["--out", f"{tmp}/{kind}"] + (["--monitor"] if kind == "on" else []),
-                               check=True, capture_output=True)
-                cpu[kind].append(_cpu() - t0)
+                extra = ("--monitor",) if kind == "on" else ()
+                cpu[kind].append(simulate_cpu_seconds(folder, Path(tmp) / kind, *extra))
         size = (Path(tmp) / "on" / "links.parquet").stat().st_size
     print(f"{a.run}: CPU s without the monitor {', '.join(f'{x:.2f}' for x in cpu['off'])}; "
           f"with {', '.join(f'{x:.2f}' for x in cpu['on'])}; "

@@ -44,22 +44,25 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def simulate_cpu_seconds(folder: Path, out: Path, *extra: str, tree: Path | None = None) -> float:
+    """One full-mode ``simulate`` of a reference run in a fresh process (the build in ``tree``, else
+    this environment's): the child's CPU seconds (user + system), which other work on a loaded
+    machine moves far less than wall time."""
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree is not None else None
+    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
+           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", "full", "--out", str(out), "--quiet", *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{Path(sys.argv[0]).stem}: {tree.name if tree else 'this build'} on {folder.name}: "
+                         f"{p.stderr.strip()}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def run(tree: Path, folder: Path, out: Path) -> float:
-    """One full-mode ``simulate`` of a reference run with the build in ``tree``: the child's CPU
-    seconds (user + system), which other work on a loaded machine moves far less than wall time."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
-           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", "full", "--out", str(out), "--quiet"]
-    t0 = _cpu()
-    p = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"compare_builds: {tree.name} on {folder.name}: {p.stderr.strip()}")
-    return _cpu() - t0
+    """``simulate_cpu_seconds`` with the build in ``tree``."""
+    return simulate_cpu_seconds(folder, out, tree=tree)
 
 
 def clear_cache(tree: Path) -> None:

@@ -20,7 +20,7 @@ histogram (``SERVE_DUMP``).
 Wormhole mode: a frozen port keeps its queue (nothing moves in a frozen partition), and the bytes
 its link carries advance at the jump's steady rates: ``est`` is what the jump under way has
 carried by the sample (whole packets, computed as ``jump._credit`` will credit them), and at thaw
-``credit_jump`` adds what was credited to ``PT_JUMP_BYTES``; fluid flows' shares are in
+``wormhole.credit.credit_jump`` adds what was credited to ``PT_JUMP_BYTES``; fluid flows' shares are in
 ``share.carried_bytes``.
 """
 
@@ -32,13 +32,14 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .layout import (CI_ACK_SIZE, CI_DATA_HDR, CI_PAYLOAD, CI_WH, FT_APATH, FT_DPATH, FT_FLUID,
+from .layout import (CI_WH, FT_APATH, FT_DPATH, FT_FLUID,
                      FT_PNEXT, NQ, PT_FROZEN, PT_JUMP_BYTES, PT_PART, PT_QBYTES, PT_TXBYTES,
                      QT_EGRESS, QT_PAUSED, WP_FLOWS, WP_T0, WP_TCONV)
 from .queue import QM_COUNT, QM_HEAP_N, q_set
 from .tables import Monitor
 from .share import carried_bytes
-from .wormhole.credit import jump_credit
+from .wormhole.credit import jump_credit, wire_bytes
+from .wormhole.partitions import ports_end
 
 MON_SEQ = 1 << 62  # above WH_SEQ_BASE + any wormhole event: last of its nanosecond
 
@@ -71,33 +72,6 @@ FLAG_FROZEN = 1 << NQ
 QLEN_BIN = 1000  # third.cc's QlenDistribution: bins of 1000 bytes
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def ports_end(flows, f):
-    """End of flow f's ports in ``flows.paths`` (as ``wormhole.partitions``: not imported, since
-    ``wormhole.jump`` imports this module)."""
-    return flows.table[f + 1, FT_DPATH] if f + 1 < flows.table.shape[0] else flows.paths.shape[0]
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _wire_bytes(cfg, b):
-    """Bytes a flow's data path and its ACK path carry for ``b`` payload bytes (an ACK per packet,
-    as ``transport.receive_data`` sends them)."""
-    payload = cfg.ints[CI_PAYLOAD]
-    pkts = (b + payload - 1) // payload
-    return b + pkts * cfg.ints[CI_DATA_HDR], pkts * cfg.ints[CI_ACK_SIZE]
-
-
-@njit(cache=True, _nrt=False)
-def credit_jump(net, flows, cfg, f, b):
-    """A jump credited flow f ``b`` payload bytes (``jump._credit``): its links carried them."""
-    data, ack = _wire_bytes(cfg, b)
-    ft, paths = flows.table, flows.paths
-    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        net.ports[paths[j], PT_JUMP_BYTES] += data
-    for j in range(ft[f, FT_APATH], ports_end(flows, f)):
-        net.ports[paths[j], PT_JUMP_BYTES] += ack
-
-
 @njit(cache=True, _nrt=False)
 def _jump_so_far(flows, cfg, parts, k, f, t):
     """Payload bytes frozen partition k's jump has carried of flow f by ``t``: what ``jump._credit``
@@ -121,7 +95,7 @@ def _estimate_jumps(net, flows, cfg, parts, mon, t, stamp):
         f = parts.table[k, WP_FLOWS]
         while f >= 0:
             if ft[f, FT_FLUID] == 0:  # a fluid flow's bytes are its links' reservation (carried_bytes)
-                data, ack = _wire_bytes(cfg, _jump_so_far(flows, cfg, parts, k, f, t))
+                data, ack = wire_bytes(cfg, _jump_so_far(flows, cfg, parts, k, f, t))
                 for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
                     est[paths[j]] += data
                 for j in range(ft[f, FT_APATH], ports_end(flows, f)):

@@ -22,14 +22,13 @@ from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, 
                       FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT,
                       FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE, PK_FLOW, PK_INT,
                       PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_LN_HEAD,
-                      PT_NODE, PT_PNEXT, PT_RATE, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
+                      PT_NODE, PT_PNEXT, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
-from ..monitor import credit_jump
 from ..share import service_rate
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
-from .credit import jump_credit
+from .credit import credit_jump, jump_credit
 from .partitions import FROZEN, LIVE, ensure_sampling, live_add, live_remove, log, ports_end
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
