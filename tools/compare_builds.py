@@ -4,7 +4,8 @@ compile time from an empty Numba cache.
 
 Each build is a git revision (or ``WORKTREE`` for the working tree), checked out into a temporary
 folder and run from there (``PYTHONPATH``), so both use this environment's libraries.  For each
-build: the compile time (a small run with the build's Numba cache emptied, minus the same run
+build: the compile time per mode (``--compile-modes``: full and wormhole, since a run compiles only
+the machinery its mode uses; a small run with the build's Numba cache emptied, minus the same run
 with the cache warm), then ``--repeat`` whole-process runs of each scenario, alternating builds so
 that a drift in the machine's speed hits both alike.  Prints the fastest and
 median CPU time (user + system of the whole process: steadier than wall time on a loaded machine)
@@ -34,23 +35,23 @@ def checkout(rev: str, into: Path) -> Path:
     """The build's sources: ``WORKTREE`` (copied) or a revision (``git archive``)."""
     into.mkdir(parents=True)
     if rev == "WORKTREE":
-        shutil.copytree(REPO / "wormhole_replay", into / "wormhole_replay",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        for part in ("wormhole_replay", "migrations"):  # the memo (wormhole mode) needs its migrations
+            shutil.copytree(REPO / part, into / part, ignore=shutil.ignore_patterns("__pycache__"))
     else:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "wormhole_replay"], capture_output=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "wormhole_replay", "migrations"], capture_output=True)
         if archive.returncode != 0:
             raise SystemExit(f"compare_builds: {rev}: {archive.stderr.decode().strip()}")
         subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into
 
 
-def simulate_cpu_seconds(folder: Path, out: Path, *extra: str, tree: Path | None = None) -> float:
+def simulate_cpu_seconds(folder: Path, out: Path, *extra: str, tree: Path | None = None, mode: str = "full") -> float:
     """One full-mode ``simulate`` of a reference run in a fresh process (the build in ``tree``, else
     this environment's): the child's CPU seconds (user + system), which other work on a loaded
     machine moves far less than wall time."""
     env = {**os.environ, "PYTHONPATH": str(tree)} if tree is not None else None
     cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), "--paths",
-           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", "full", "--out", str(out), "--quiet", *extra]
+           str(folder / "paths.txt"), "--seq-num-bytes", "8", "--mode", mode, "--out", str(out), "--quiet", *extra]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
     if p.returncode != 0:
@@ -60,9 +61,9 @@ def simulate_cpu_seconds(folder: Path, out: Path, *extra: str, tree: Path | None
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def run(tree: Path, folder: Path, out: Path) -> float:
+def run(tree: Path, folder: Path, out: Path, mode: str = "full") -> float:
     """``simulate_cpu_seconds`` with the build in ``tree``."""
-    return simulate_cpu_seconds(folder, out, tree=tree)
+    return simulate_cpu_seconds(folder, out, tree=tree, mode=mode)
 
 
 def clear_cache(tree: Path) -> None:
@@ -78,6 +79,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--compile-run", default="S1_hpcc", help="the small run timed cold and warm")
     ap.add_argument("--compile-repeat", type=int, default=1, help="cold compiles per build (the fastest counts)")
+    ap.add_argument("--compile-modes", nargs="+", default=["full", "wormhole"], choices=["full", "wormhole"],
+                    help="modes whose first-run compile is timed, each from an empty cache")
     a = ap.parse_args()
     folders = [RUNS / r for r in [a.compile_run, *a.runs]]
     missing = [f.name for f in folders if not (f / "config.txt").is_file()]
@@ -88,16 +91,24 @@ def main() -> int:
         tmp = Path(tmp)
         trees = {name: checkout(rev, tmp / name) for name, rev in (("before", a.before), ("after", a.after))}
         print(f"before = {a.before}, after = {a.after}")
-        colds = {name: [] for name in trees}
-        for _ in range(a.compile_repeat):  # compile from an empty cache (both CCs), builds alternating
+        # Compile from an empty cache, per mode (a build may compile only what a mode uses): both CCs,
+        # builds alternating, then the same runs warm.
+        for mode in a.compile_modes:
+            def both_ccs(tree: Path) -> float:
+                seconds = 0.0
+                for folder in (RUNS / "S1_dcqcn", RUNS / a.compile_run):
+                    shutil.rmtree(tmp / "o", ignore_errors=True)  # a fresh memo database each time
+                    seconds += run(tree, folder, tmp / "o", mode)
+                return seconds
+            colds = {name: [] for name in trees}
+            for _ in range(a.compile_repeat):
+                for name, tree in trees.items():
+                    clear_cache(tree)
+                    colds[name].append(both_ccs(tree))
             for name, tree in trees.items():
-                clear_cache(tree)
-                colds[name].append(run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o"))
-        for name, tree in trees.items():  # then the warm run
-            cold = min(colds[name])
-            warm = run(tree, RUNS / "S1_dcqcn", tmp / "o") + run(tree, RUNS / a.compile_run, tmp / "o")
-            print(f"{name:>6}: first runs from an empty cache {cold:6.1f} s, warm {warm:5.1f} s: "
-                  f"compile ~{cold - warm:5.1f} s CPU", flush=True)
+                cold, warm = min(colds[name]), both_ccs(tree)
+                print(f"{name:>6} --mode {mode:<8}: first runs from an empty cache {cold:6.1f} s, warm {warm:5.1f} s: "
+                      f"compile ~{cold - warm:5.1f} s CPU", flush=True)
         for folder in folders[1:]:
             walls = {name: [] for name in trees}
             for _ in range(a.repeat):

@@ -11,8 +11,8 @@ releases its successors like any flow.  All of it happens inside the kernel, wit
 Python per flow.
 """
 
-from numba import njit
 
+from .kernel import kernel
 from .layout import (FT_BYTES_RX, FT_DELAY, FT_DONE_IDX, FT_FINISH, FT_LAUNCH_HOPS, FT_PREDS_LEFT, FT_READY,
                      FT_RX_DONE, FT_SIZE, FT_START, FT_STATE, FT_SUCC, FT_VIRTUAL, ST_FINISHED, ST_NEXT_FLOW, ST_NOW)
 from .queue import q_set
@@ -23,7 +23,7 @@ ACTIVE = 1
 FINISHED = 2
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def mark_done(flows, state, f):
     """Flow f is done now: its finish time and its place in the completion order."""
     ft = flows.table
@@ -33,7 +33,7 @@ def mark_done(flows, state, f):
     state[ST_FINISHED] += 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def release_successors(flows, events, cfg, state, f):
     """Flow f has arrived in full: each successor whose predecessors have now all arrived starts
     at the latest predecessor arrival plus its compute gap (never before its own start time)."""
@@ -50,7 +50,7 @@ def release_successors(flows, events, cfg, state, f):
             q_set(events, qp_slot(cfg, g, T_START), t, next_seq(state))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def virtual_flow_event(flows, events, cfg, state, f):
     """A flow that does not cross the packet network (a compute op, a copy inside a server): it
     starts, then after its duration it is done and releases its successors."""
@@ -67,7 +67,7 @@ def virtual_flow_event(flows, events, cfg, state, f):
     release_successors(flows, events, cfg, state, f)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def schedule_flow_inputs(flows, events, cfg, state, t):
     """``ScheduleFlowInputs`` at time t: the flows of the file due now, in file order (virtual ones
     start at once), then the next call at the next start time."""
@@ -88,7 +88,7 @@ def schedule_flow_inputs(flows, events, cfg, state, t):
         q_set(events, flows_slot(cfg), ft[f, FT_START], next_seq(state))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def launch_step(flows, events, cfg, state, f):
     """The ``T_START`` slot of network flow f fired: True if its QP is to be created now, False if
     this was its application's ``Initialize`` (``StartApplication`` is then scheduled)."""

@@ -13,7 +13,8 @@ the event loop spends a third of its time here).
 """
 
 import numpy as np
-from numba import njit
+
+from .kernel import entry, kernel
 
 
 def new_heap(n_slots):
@@ -26,12 +27,12 @@ def new_heap(n_slots):
     )
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _less(t1, s1, t2, s2):
     return t1 < t2 or (t1 == t2 and s1 < s2)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _sift_up(hs, pos, i):
     slot = hs[i, 0]
     t = hs[i, 1]
@@ -52,7 +53,7 @@ def _sift_up(hs, pos, i):
     pos[slot] = i
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _sift_down(hs, pos, i, n):
     slot = hs[i, 0]
     t = hs[i, 1]
@@ -80,7 +81,7 @@ def _sift_down(hs, pos, i, n):
     pos[slot] = i
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def heap_set(hs, pos, size, slot, t, s):
     """Schedule ``slot`` at ``(t, s)``, replacing any pending key it had."""
     i = pos[slot]
@@ -103,7 +104,7 @@ def heap_set(hs, pos, size, slot, t, s):
             _sift_down(hs, pos, i, size[0])
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def heap_remove(hs, pos, size, slot):
     """Cancel ``slot`` if it is pending."""
     i = pos[slot]
@@ -124,7 +125,7 @@ def heap_remove(hs, pos, size, slot):
         _sift_down(hs, pos, i, n)
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def heap_pop(hs, pos, size):
     """Remove the earliest entry; return ``(slot, time, seq)``.  The heap must not be empty."""
     slot = hs[0, 0]

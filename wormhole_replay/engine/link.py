@@ -13,8 +13,7 @@ no packets (``share``), and each transmission tells the fluid machinery where a 
 packet, or a thawed flow's first, has got to (``fluid.on_transmit``).
 """
 
-from numba import njit
-
+from .kernel import kernel
 from .layout import (CI_WH_FLUID, PK_ARRIVE, PK_EVSEQ, PK_NEXT, PK_SIZE, PT_BUSY_UNTIL, PT_DELAY, PT_IS_HOST,
                      PT_LN_HEAD, PT_LN_TAIL, PT_QPKTS, PT_TXDONE_SEQ, ST_CUR_SEQ, ST_NOW)
 from .packets import NONE, tx_ns
@@ -24,7 +23,7 @@ from .queue import pending, q_set
 from .slots import arrive_slot, next_seq
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def port_ready(net, events, state, p):
     """``QbbNetDevice::m_txMachineState == READY`` at this instant: no transmit-complete pending,
     and the last serialisation ended before now (or at now, in an event already handled)."""
@@ -35,7 +34,7 @@ def port_ready(net, events, state, p):
     return bu < now or (bu == now and net.ports[p, PT_TXDONE_SEQ] < state[ST_CUR_SEQ])
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def transmit_start(net, flows, events, cfg, state, p, i):
     """Put packet i on the wire out of port p: busy until its last bit, arriving a delay later."""
     ports, pk = net.ports, net.packets
@@ -64,7 +63,7 @@ def transmit_start(net, flows, events, cfg, state, p, i):
         on_transmit(net, flows, cfg, state, p, i, True)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def arrive(net, events, cfg, p):
     """The head packet in flight on the link out of port p reaches the far end: take it off the
     link (the next one's arrival becomes pending) and return it."""

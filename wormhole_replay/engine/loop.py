@@ -15,20 +15,22 @@ Scheduling follows htsim: a slot per component, each pending at most once (``slo
 Every event carries the sequence number the reference would have given it (reserved when the
 reference schedules it: a packet's arrival is numbered when its transmission starts), so
 same-nanosecond events run in the reference's order.  Time is integer nanoseconds, as in ns-3.
-The kernels never allocate, so they are compiled without Numba's reference counting
-(``_nrt=False``): with it, every call took and dropped a reference on each array argument, and
-those atomic operations were measured at 60-70% of the run time.  The handlers a packet meets at
-every hop (``switch.receive``, ``switch.dequeue_and_transmit``, ``transport.receive_*``,
+How the kernels are compiled is in ``kernel``.  The handlers a packet meets at every hop
+(``switch.receive``, ``switch.dequeue_and_transmit``, ``transport.receive_*``,
 ``link.transmit_start``) are inlined (``inline="always"``): a call passes every array of the
 structures it takes, flattened (pointer, sizes and strides each: some 200 words), and Numba does
 not inline across kernels by itself.  Measured (``tools/compare_builds.py``, S4 HPCC, CPU time
-against 9871f67, before the tables had names): 1.46x with those calls, 0.90x inlined; compile time
-+74% (35 s against 20 s), most of it the fluid flows' and monitors' kernels, not the inlining.
+against 9871f67, before the tables had names): 1.46x with those calls, 0.90x inlined.
+
+This loop's machine code is sensitive to its shape: leaving the optional machinery out of it when
+a run does not use it (``parts`` / ``mon`` / a ``fluid`` flag passed as ``None``, which Numba prunes
+before typing) cut the first compile by up to 40% but made S4 1.2-2.3x slower in CPU time (even
+pruning the monitor's one branch cost 20%), so every branch stays and is decided at run time.
+Time any change here with ``tools/compare_builds.py``.
 """
 
-from numba import njit
-
 from . import cc, dag, monitor, nic, switch, transport
+from .kernel import entry, kernel
 from .layout import (CI_STOP, CI_WH, FT_PART, FT_STATE, FT_VIRTUAL, KIND_DATA, KIND_PFC, PK_FLOW, PK_KIND,
                      PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_KICKED, PT_NODE, PT_PEER, PT_QPKTS, PT_TXDONE_SEQ,
                      PTF_ERROR, RUN_BUDGET, RUN_DONE, RUN_GROW, RUN_MEMO, ST_CUR_SEQ, ST_DROPS, ST_EVENTS,
@@ -47,7 +49,7 @@ from .wormhole.partitions import FROZEN
 from .wormhole.steadiness import sample
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _transmit(net, flows, events, cfg, state, p):
     """Port p is ready to send: its NIC or switch picks what."""
     if net.ports[p, PT_IS_HOST] != 0:
@@ -56,7 +58,7 @@ def _transmit(net, flows, events, cfg, state, p):
         switch.dequeue_and_transmit(net, flows, events, cfg, state, p)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _drain_kicks(net, flows, events, cfg, state):
     """Ports kicked by the last handler transmit now, in the order they were kicked."""
     ports, kicks = net.ports, net.kicks
@@ -76,7 +78,7 @@ def _drain_kicks(net, flows, events, cfg, state):
         _transmit(net, flows, events, cfg, state, p)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _deliver(net, flows, events, cfg, state, parts, lp):
     """The head packet on the link out of port ``lp`` arrives at the port at the other end: lost
     (a link error rate), a PFC frame, a packet for a switch, or data / an ACK for a host."""
@@ -100,7 +102,7 @@ def _deliver(net, flows, events, cfg, state, parts, lp):
             flow_finished(net, flows, events, cfg, state, parts, f)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _qp_event(net, flows, events, cfg, state, parts, f, timer):
     """One of flow f's slots fired: its start, its retransmission timer, or a CC timer."""
     if timer == T_START:
@@ -121,7 +123,7 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
         cc.on_timer(flows, events, cfg, state, f, timer)
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def run(net, flows, events, cfg, state, parts, mon, max_events):
     """Process events until none is left, the stop time passes, ``max_events`` have run, or the
     packet pool / PFC log / monitor must grow (``RUN_GROW``), or the memo has records to read

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
+from .kernel import entry, kernel
 from .layout import (CI_WH, FT_APATH, FT_DPATH, FT_FLUID,
                      FT_PNEXT, NQ, PT_FROZEN, PT_JUMP_BYTES, PT_PART, PT_QBYTES, PT_TXBYTES,
                      QT_EGRESS, QT_PAUSED, WP_FLOWS, WP_T0, WP_TCONV)
@@ -41,7 +41,9 @@ from .share import carried_bytes
 from .wormhole.credit import jump_credit, wire_bytes
 from .wormhole.partitions import ports_end
 
-MON_SEQ = 1 << 62  # above WH_SEQ_BASE + any wormhole event: last of its nanosecond
+# above WH_SEQ_BASE + any wormhole event: last of its nanosecond (an int64, not a literal, so that
+# q_set is not compiled once more for it)
+MON_SEQ = np.int64(1 << 62)
 
 # mon.ints
 MN_INTERVAL = 0  # ns between link samples
@@ -72,14 +74,14 @@ FLAG_FROZEN = 1 << NQ
 QLEN_BIN = 1000  # third.cc's QlenDistribution: bins of 1000 bytes
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _jump_so_far(flows, cfg, parts, k, f, t):
     """Payload bytes frozen partition k's jump has carried of flow f by ``t``: what ``jump._credit``
     would credit if the jump ended now (so the estimate never exceeds the credit at thaw)."""
     return jump_credit(flows, cfg, f, t - parts.table[k, WP_T0], parts.table[k, WP_TCONV])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _estimate_jumps(net, flows, cfg, parts, mon, t, stamp):
     """``est``: per port, the bytes the jumps under way have carried by ``t``."""
     est, ft, paths = mon.est, flows.table, flows.paths
@@ -103,7 +105,7 @@ def _estimate_jumps(net, flows, cfg, parts, mon, t, stamp):
             f = ft[f, FT_PNEXT]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _sample_links(net, flows, cfg, parts, mon, t):
     mi, ports, queues = mon.ints, net.ports, net.queues
     s = mi[MN_ROWS]
@@ -137,7 +139,7 @@ def _sample_links(net, flows, cfg, parts, mon, t):
     mi[MN_LAST] = t
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _egress_bytes(net, p):
     """Egress bytes of port p as the reference's monitor_buffer sums them (the MMU's, all queues)."""
     total = 0
@@ -146,7 +148,7 @@ def _egress_bytes(net, p):
     return total
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _hist_fits(net, mon):
     for m in range(mon.ports.shape[0]):
         if _egress_bytes(net, mon.ports[m]) // QLEN_BIN >= mon.hist.shape[1]:
@@ -154,7 +156,7 @@ def _hist_fits(net, mon):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def on_event(net, flows, events, cfg, parts, mon, slot, t):
     """The MONITOR slot fired at ``t``: take the samples due; True if Python must act first
     (grow an array, copy a dump), in which case the run returns ``RUN_GROW``."""
@@ -189,7 +191,7 @@ def on_event(net, flows, events, cfg, parts, mon, slot, t):
     return mi[MN_SERVE] != 0
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def schedule(events, mon, slot):
     """Put the MONITOR slot at its next sample (link or histogram), if any."""
     mi = mon.ints
@@ -202,7 +204,7 @@ def schedule(events, mon, slot):
         q_set(events, slot, nxt, MON_SEQ)
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def final_sample(net, flows, cfg, parts, mon, t):
     """The run stopped (``SIMULATOR_STOP_TIME``) with link sampling on: a last, partial sample at
     ``t`` (the caller has made room in ``log``)."""

@@ -11,8 +11,8 @@ nothing is eligible, the NIC wakes up (``WAKE[h]``) when the earliest paced QP m
 """
 
 import numpy as np
-from numba import njit
 
+from .kernel import kernel
 from .layout import (CC_HPCC, CI_ACK_Q_IDX, CI_CC_MODE, CI_DATA_HDR, CI_MULTI_RATE, CI_PAYLOAD,
                      CI_RATE_BOUND, CI_RTO_NS, CI_VAR_WIN, FF_CUR_RATE, FF_MAX_RATE, FF_RATE, FF_TARGET,
                      FHF_RC, FT_LAST_PKT, FT_NEXT_AVAIL, FT_PG, FT_PKTS_SENT, FT_SIZE, FT_SND_NXT, FT_SND_UNA,
@@ -27,7 +27,7 @@ from .slots import T_RTO, kick, next_seq, qp_slot, wake_slot
 NEVER = 1 << 62
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _win_bound(flows, cfg, f):
     """``RdmaQueuePair::IsWinBound``: the bytes in flight fill the window (scaled by the rate
     with ``VAR_WIN``)."""
@@ -42,7 +42,7 @@ def _win_bound(flows, cfg, f):
     return ft[f, FT_SND_NXT] - ft[f, FT_SND_UNA] >= w
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _next_qp(net, flows, cfg, state, h):
     """``RdmaEgressQueue::GetNextQindex`` over host h's QPs: the position of the QP to serve (-1:
     none), after dropping finished QPs from the list (keeping the order, as the reference does)."""
@@ -79,7 +79,7 @@ def _next_qp(net, flows, cfg, state, h):
     return res
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _send_data(net, flows, events, cfg, state, p, f):
     """``RdmaHw::GetNxtPacket``, then ``PktSent`` / ``UpdateNextAvail``: QP f's next packet goes
     out of its NIC's port p, and the QP is paced at its rate (or at line rate without
@@ -108,7 +108,7 @@ def _send_data(net, flows, events, cfg, state, p, f):
             q_set(events, s, now + ci[CI_RTO_NS], next_seq(state))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def dequeue_and_transmit(net, flows, events, cfg, state, h):
     """``QbbNetDevice::DequeueAndTransmit`` at host h's NIC (its port is ready): an ACK, a QP's
     next packet, or a wake-up at the earliest paced QP's next send time."""
@@ -137,7 +137,7 @@ def dequeue_and_transmit(net, flows, events, cfg, state, h):
         q_set(events, ws, t, next_seq(state))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def change_rate(net, flows, events, cfg, state, f, new_rate):
     """``RdmaHw::ChangeRate`` (HPCC): shift the QP's next send time by the new pacing of its last
     packet, and pull the NIC's wake-up earlier if that makes it eligible sooner."""
@@ -154,7 +154,7 @@ def change_rate(net, flows, events, cfg, state, f, new_rate):
     ff[f, FF_RATE] = new_rate
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def start_flow(net, flows, cfg, state, f):
     """``RdmaHw::AddQueuePair`` + ``QbbNetDevice::NewQp``: flow f's QP joins its host's list at
     line rate and may send now; its NIC is asked to transmit."""

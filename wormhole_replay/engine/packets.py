@@ -6,8 +6,7 @@ relinking ``PK_NEXT``, never by copying.  The pool never grows inside a kernel: 
 ``RUN_GROW`` when fewer than ``FREE_MARGIN`` packets are left, and ``build.grow_packets`` doubles it.
 """
 
-from numba import njit
-
+from .kernel import kernel
 from .layout import (NQ, PK_FLAGS, PK_HOP, PK_NEXT, PK_NHOP, PK_SIZE, PT_QBYTES, PT_QPKTS, QT_HEAD, QT_TAIL,
                      ST_FREE, ST_NFREE, ST_PEAK_PKTS, ST_PKTS_ALIVE)
 
@@ -15,13 +14,13 @@ NONE = -1
 FREE_MARGIN = 256  # packets one event may need at most (ACK, PFC frames); below it: grow first
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def tx_ns(size, bps):
     """Serialisation time, truncated to whole ns like the reference."""
     return (size * 8 * 1_000_000_000) // bps
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def alloc(net, state):
     """A fresh packet from the pool."""
     pk = net.packets
@@ -38,7 +37,7 @@ def alloc(net, state):
     return i
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def free(net, state, i):
     """Return packet i to the pool."""
     net.packets[i, PK_NEXT] = state[ST_FREE]
@@ -47,7 +46,7 @@ def free(net, state, i):
     state[ST_PKTS_ALIVE] -= 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def enqueue(net, p, q, i):
     """Append packet i to egress queue q of port p."""
     ports, queues, pk = net.ports, net.queues, net.packets
@@ -62,7 +61,7 @@ def enqueue(net, p, q, i):
     ports[p, PT_QPKTS] += 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def dequeue(net, p, q):
     """Take the head packet of egress queue q of port p (it must not be empty)."""
     ports, queues, pk = net.ports, net.queues, net.packets

@@ -9,8 +9,7 @@ shared use is 3 KB under the threshold, a RESUME.  A packet that fits nowhere is
 possible with ``ENABLE_PFC 0``).  Egress bytes per (port, priority) feed ECN marking (``switch``).
 """
 
-from numba import njit
-
+from .kernel import kernel
 from .layout import (CI_BUFFER, CI_PFC, CI_PFC_SIZE, CI_RESERVE, CI_RESUME_OFFSET, KIND_PFC, NQ, NT_IS_SWITCH,
                      NT_SHARED_USED, NT_TOTAL_HDRM, NT_TOTAL_RSRV, PK_FLOW, PK_KIND, PK_PAYLOAD, PK_QUEUE, PK_SEQ,
                      PK_SIZE, PT_HEADROOM, PT_IFINDEX, PT_NODE, PT_PFC_SHIFT, QT_EGRESS, QT_HDRM, QT_INGRESS,
@@ -19,7 +18,7 @@ from .packets import NONE, alloc, enqueue
 from .slots import kick
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _threshold(net, cfg, p):
     """The dynamic PFC threshold of ingress port p's switch now."""
     nodes = net.nodes
@@ -28,7 +27,7 @@ def _threshold(net, cfg, p):
     return free >> net.ports[p, PT_PFC_SHIFT]
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _shared_used(net, cfg, k):
     """Shared-buffer bytes of ingress queue k (beyond its reserve)."""
     used = net.queues[k, QT_INGRESS]
@@ -36,7 +35,7 @@ def _shared_used(net, cfg, k):
     return used - r if used > r else 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def send_pfc(net, cfg, state, p, q, pause):
     """``QbbNetDevice::SendPfc``: a PAUSE (1) or RESUME (0) frame for priority q out of port p,
     on queue 0."""
@@ -52,7 +51,7 @@ def send_pfc(net, cfg, state, p, q, pause):
     kick(net, state, p)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def admit(net, cfg, state, ip, e, q, size):
     """A packet of ``size`` bytes arrived on ingress port ``ip``, priority q, for egress port e:
     ``CheckIngressAdmission`` (False: dropped), ``UpdateIngressAdmission``,
@@ -81,7 +80,7 @@ def admit(net, cfg, state, ip, e, q, size):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def release(net, cfg, state, ip, e, q, size):
     """A packet of ``size`` bytes that came in on ``ip`` leaves egress port e, priority q:
     ``RemoveFromIngressAdmission``, ``RemoveFromEgressAdmission``.  Returns the egress queue's
@@ -102,7 +101,7 @@ def release(net, cfg, state, ip, e, q, size):
     return queues[ek, QT_EGRESS]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def maybe_resume(net, cfg, state, ip, q):
     """``CheckAndSendResume``: ingress queue (ip, q) was paused upstream and has drained enough."""
     queues = net.queues
@@ -114,7 +113,7 @@ def maybe_resume(net, cfg, state, ip, q):
             queues[k, QT_MMU_PAUSED] = 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def pfc_received(net, state, p, i):
     """``QbbNetDevice::Receive`` of PFC frame i at port p: pause or resume the queue it names
     (logged for ``pfc.txt``); a resumed port may transmit again."""

@@ -19,9 +19,9 @@ heap's (``heap``).
 """
 
 import numpy as np
-from numba import njit
 
 from .heap import heap_pop, heap_remove, heap_set
+from .kernel import entry, kernel
 from .tables import Events
 
 WHEEL = 1 << 13  # 8.192 us of 1 ns buckets
@@ -47,7 +47,7 @@ def new_queue(n_slots) -> Events:
                   heap_pos=np.full(n, -1, dtype=np.int64))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _wheel_unlink(events, slot):
     qn, qw, qm = events.slots, events.wheel, events.meta
     b = qn[slot, QN_TIME] & MASK
@@ -64,7 +64,7 @@ def _wheel_unlink(events, slot):
     qm[QM_COUNT] -= 1
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def q_remove(events, slot):
     """Cancel ``slot`` if it is pending."""
     qn = events.slots
@@ -76,7 +76,7 @@ def q_remove(events, slot):
     qn[slot, QN_WHERE] = -1
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def q_set(events, slot, t, s):
     """Schedule ``slot`` at ``(t, s)`` (``t`` >= the last popped time), replacing any pending key."""
     qn, qw, qm = events.slots, events.wheel, events.meta
@@ -109,13 +109,13 @@ def q_set(events, slot, t, s):
     qm[QM_COUNT] += 1
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def pending(events, slot):
     """Whether ``slot`` has an event scheduled (on the wheel or the heap)."""
     return events.slots[slot, QN_WHERE] >= 0
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def q_pop(events):
     """Remove the earliest event; return ``(slot, time, seq)``, or ``(-1, -1, -1)`` if empty."""
     qn, qw, qm, hs = events.slots, events.wheel, events.meta, events.heap

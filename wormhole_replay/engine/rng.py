@@ -10,8 +10,8 @@ draws and steps.  ``ECN_RNG xorshift`` (and link loss) use ``uniform``, a xorshi
 """
 
 import numpy as np
-from numba import njit
 
+from .kernel import kernel
 from .layout import CI_ECN_RNG, CI_MRG_JUMP, ST_MRG, ST_RNG
 
 M1 = 4294967087
@@ -65,7 +65,7 @@ def first_output(state: list[int]) -> float:
     return ((p1 - p2) if p1 > p2 else (p1 - p2 + M1)) * 2.328306549295728e-10
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def uniform(state):
     """xorshift64*: a uniform double in [0, 1); its state lives in ``state[ST_RNG]``."""
     x = np.uint64(state[ST_RNG])
@@ -77,7 +77,7 @@ def uniform(state):
     return float(y >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _mrg_jump(cfg, state, base, row, m):
     """One row of (A^(2^127) . state) mod m for a component of MRG32k3a (products < 2^64)."""
     acc = np.uint64(0)
@@ -87,7 +87,7 @@ def _mrg_jump(cfg, state, base, row, m):
     return np.int64(acc)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def ecn_uniform(cfg, state):
     """A uniform [0, 1) draw for ECN marking.  With CI_ECN_RNG, exactly what the reference's
     ``UniformVariable(0, 1).GetValue()`` returns: a fresh ns-3 RngStream (MRG32k3a) per call, whose

@@ -7,12 +7,12 @@ flows sharing it see it as loaded as it is.  With no fluid flow, nothing changes
 """
 
 import numpy as np
-from numba import njit
 
+from .kernel import kernel
 from .layout import PT_FLUID, PT_FLUID_BYTES, PT_FLUID_T, PT_RATE, PT_TXBYTES
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def service_rate(net, p):
     """What port p's packets get of its link (bps): all of it, unless fluid flows take a share."""
     fluid = net.ports[p, PT_FLUID]
@@ -23,7 +23,7 @@ def service_rate(net, p):
     return left if left > rate // 100 else rate // 100
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def carried_bytes(net, p, now):
     """Bytes port p's link has carried by ``now``: its packets and its fluid flows' share."""
     ports = net.ports
@@ -32,7 +32,7 @@ def carried_bytes(net, p, now):
     return ports[p, PT_TXBYTES] + ports[p, PT_FLUID_BYTES] + np.int64(ports[p, PT_FLUID] * ((now - ports[p, PT_FLUID_T]) / 8e9))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def reserve(net, p, bps, now):
     """Fluid flows take ``bps`` more (or, negative, give it back) of port p's link from ``now``."""
     ports = net.ports

@@ -6,8 +6,7 @@ Slots, in order: ``TXDONE[p]`` and ``ARRIVE[p]`` per port, ``WAKE[h]`` per host,
 ``THAW[k]`` per partition, and last the link monitor's ``MONITOR`` (``monitor``).
 """
 
-from numba import njit
-
+from .kernel import kernel
 from .layout import CI_N_HOSTS, CI_N_PORTS, FLOW_SLOTS, PT_KICKED, ST_KICK_HEAD, ST_KICK_N, ST_SEQ, ST_WH_SEQ, WH_SEQ_BASE
 
 # a flow's QP slots
@@ -21,14 +20,14 @@ CC_TIMERS = 3  # slots 0..2 are its CC timers
 T_TIMERS = 4  # ... 0..3 its CC and retransmission timers
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def next_seq(state):
     s = state[ST_SEQ]
     state[ST_SEQ] = s + 1
     return s
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def wh_seq(state):
     """A sequence number for a wormhole event: above every packet event's, and drawn from its own
     counter, so sampling and thawing never change the order of the packet simulation's events."""
@@ -37,42 +36,42 @@ def wh_seq(state):
     return WH_SEQ_BASE + s
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def flow_slots_base(cfg):
     return 2 * cfg.ints[CI_N_PORTS] + cfg.ints[CI_N_HOSTS] + 1
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def qp_slot(cfg, f, k):
     return flow_slots_base(cfg) + FLOW_SLOTS * f + k
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def arrive_slot(cfg, p):
     return cfg.ints[CI_N_PORTS] + p
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def wake_slot(cfg, h):
     return 2 * cfg.ints[CI_N_PORTS] + h
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def flows_slot(cfg):
     return 2 * cfg.ints[CI_N_PORTS] + cfg.ints[CI_N_HOSTS]
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def sample_slot(cfg, n_flows):
     return flow_slots_base(cfg) + FLOW_SLOTS * n_flows
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def thaw_slot(cfg, n_flows, k):
     return sample_slot(cfg, n_flows) + 1 + k
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def monitor_slot(cfg, n_flows):
     return thaw_slot(cfg, n_flows, max(n_flows, 1))
 
@@ -82,7 +81,7 @@ def n_slots(n_ports, n_hosts, n_flows):
     return 2 * n_ports + n_hosts + 1 + FLOW_SLOTS * n_flows + 1 + max(n_flows, 1) + 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def kick(net, state, p):
     """Ask port p to try to transmit once the current handler is done (the reference calls
     DequeueAndTransmit synchronously; a FIFO keeps that order without recursion)."""

@@ -8,8 +8,7 @@ paused by the downstream switch or NIC.  ECN marks at dequeue, RED-style on the 
 bytes: always above Kmax, with probability ``Pmax (bytes - Kmin) / (Kmax - Kmin)`` between.
 """
 
-from numba import njit
-
+from .kernel import kernel
 from .layout import (CC_HPCC, CI_CC_MODE, CI_ECN, CI_INT_MULTI, FLAG_CE, INT_BYTE_UNIT, INT_BYTES_MOD,
                      INT_BYTES_SHIFT, INT_QLEN_MOD, INT_QLEN_SHIFT, INT_QLEN_UNIT, INT_RATE_SHIFT, INT_TIME_MOD, FT_APATH, FT_DPATH, KIND_DATA, MAXHOP, NQ,
                      PK_FLAGS, PK_FLOW, PK_HOP, PK_INPORT, PK_INT, PK_KIND, PK_NHOP, PK_QUEUE, PK_SIZE, PT_KMAX,
@@ -24,7 +23,7 @@ from .slots import kick
 
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def receive(net, flows, cfg, state, ip, i):
     """``SwitchNode::SendToDev``: packet i arrived on port ``ip``; route it to its next egress
     port, admit it into the shared buffer (or drop it), queue it there."""
@@ -43,7 +42,7 @@ def receive(net, flows, cfg, state, ip, i):
     kick(net, state, e)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _next_queue(net, p):
     """``BEgressQueue::DequeueRR``'s choice: queue 0 if it holds a frame, else the next unpaused,
     non-empty queue after the last one served; -1 if none."""
@@ -59,7 +58,7 @@ def _next_queue(net, p):
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _ecn_mark(net, cfg, state, p, egress_bytes):
     """``SwitchMmu::ShouldSendCN`` on the egress queue a packet left (it now holds ``egress_bytes``)."""
     kmin = net.ports[p, PT_KMIN]
@@ -71,7 +70,7 @@ def _ecn_mark(net, cfg, state, p, egress_bytes):
     return False
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _push_int_hop(net, cfg, state, p, i):
     """``IntHeader::PushHop`` with the reference's field widths; past 5 hops it wraps around."""
     pk, ports = net.packets, net.ports
@@ -86,7 +85,7 @@ def _push_int_hop(net, cfg, state, p, i):
     pk[i, PK_NHOP] = h + 1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def dequeue_and_transmit(net, flows, events, cfg, state, p):
     """``QbbNetDevice::DequeueAndTransmit`` at a switch port: pick a queue, release the packet's
     buffer (``SwitchNotifyDequeue``: MMU, ECN mark, RESUME), push HPCC's INT hop, transmit."""

@@ -12,10 +12,9 @@ With ``RTO_US`` (ours, for runs without PFC) a retransmission timer rewinds a QP
 nothing for that long.
 """
 
-from numba import njit
-
 from . import cc
 from .dag import ACTIVE, mark_done, release_successors
+from .kernel import kernel
 from .layout import (CI_ACK_INTERVAL, CI_ACK_SIZE, CI_BACK_TO_ZERO, CI_CHUNK, CI_NACK_NS, CI_RTO_NS, FLAG_CE, FLAG_CNP,
                      FT_BYTES_RX, FT_DST, FT_FLUID, FT_RX_DONE, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
                      FT_SND_NXT, FT_SND_UNA, FT_SRC, FT_STATE, HT_PORT, KIND_ACK, KIND_NACK, NT_HOST, PK_FLAGS,
@@ -25,13 +24,13 @@ from .queue import q_remove, q_set
 from .slots import T_RTO, T_START, kick, next_seq, qp_slot
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def nic_port(net, node):
     """The egress port of host ``node``'s NIC."""
     return net.hosts[net.nodes[node, NT_HOST], HT_PORT]
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def receive_data(net, flows, events, cfg, state, i):
     """``RdmaHw::ReceiveUdp`` + ``ReceiverCheckSeq``: data packet i reached its receiver; accept it
     in order (the flow is received in full: release its successors), then ACK (or NACK a gap)."""
@@ -72,7 +71,7 @@ def receive_data(net, flows, events, cfg, state, i):
     kick(net, state, p)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def receive_ack(net, flows, events, cfg, state, i):
     """``RdmaHw::ReceiveAck``: ACK or NACK packet i reached its sender."""
     ft, pk, ci = flows.table, net.packets, cfg.ints
@@ -98,7 +97,7 @@ def receive_ack(net, flows, events, cfg, state, i):
     kick(net, state, nic_port(net, ft[f, FT_SRC]))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _qp_complete(flows, events, cfg, state, f):
     """``RdmaHw::QpComplete``: record the completion, cancel the QP's timers."""
     mark_done(flows, state, f)
@@ -106,7 +105,7 @@ def _qp_complete(flows, events, cfg, state, f):
         q_remove(events, qp_slot(cfg, f, k))
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def retransmission_timeout(net, flows, events, cfg, state, f):
     """Flow f's retransmission timer fired with bytes unacknowledged: go back N and rearm."""
     ft = flows.table

@@ -7,13 +7,13 @@ its mode in ``config.py``.  A rate change takes effect at the QP's next pacing d
 (``nic``), or at once through ``nic.change_rate`` (HPCC, as the reference's ``ChangeRate``).
 """
 
-from numba import njit
 
+from ..kernel import kernel
 from ..layout import CC_DCQCN, CC_DCTCP, CC_HPCC, CI_CC_MODE, FLAG_CNP, PK_FLAGS, PK_SEQ
 from . import dcqcn, dctcp, hpcc
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def on_ack(net, flows, events, cfg, state, f, i):
     """ACK (or NACK) packet i of active flow f reached its sender (``RdmaHw::ReceiveAck``'s CC part)."""
     mode = cfg.ints[CI_CC_MODE]
@@ -28,7 +28,7 @@ def on_ack(net, flows, events, cfg, state, f, i):
         hpcc.on_ack(net, flows, events, cfg, state, f, i)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def on_timer(flows, events, cfg, state, f, timer):
     """One of flow f's CC timers fired (only DCQCN has any)."""
     dcqcn.on_timer(flows, events, cfg, state, f, timer)

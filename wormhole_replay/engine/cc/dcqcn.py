@@ -11,8 +11,8 @@ without a cut raises it toward the target: fast recovery, then additive (``RATE_
 """
 
 import numpy as np
-from numba import njit
 
+from ..kernel import kernel
 from ..layout import (CF_EWMA, CF_MIN_RATE, CF_RATE_AI, CF_RATE_FIRST_CNP, CF_RATE_HAI, CI_ALPHA_NS, CI_CLAMP,
                       CI_DEC_NS, CI_FAST_RECOVERY, CI_RP_NS, FF_ALPHA, FF_MAX_RATE, FF_RATE, FF_TARGET, FT_ALPHA_CNP,
                       FT_DEC_CNP, FT_FIRST_CNP, FT_RP_STAGE, ST_NOW)
@@ -20,7 +20,7 @@ from ..queue import q_set
 from ..slots import T_ALPHA, T_DEC, T_RP, next_seq, qp_slot
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def cnp_received(flows, events, cfg, state, f):
     """``RdmaHw::cnp_received_mlx``."""
     ft, ff = flows.table, flows.rates
@@ -39,7 +39,7 @@ def cnp_received(flows, events, cfg, state, f):
         ft[f, FT_FIRST_CNP] = 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def on_timer(flows, events, cfg, state, f, timer):
     """``UpdateAlphaMlx`` (T_ALPHA), ``CheckRateDecreaseMlx`` (T_DEC), ``RateIncEventTimerMlx`` (T_RP)."""
     ft, ff, ci, cf = flows.table, flows.rates, cfg.ints, cfg.floats

@@ -7,13 +7,13 @@ it: it is checked analytically.
 """
 
 import numpy as np
-from numba import njit
 
+from ..kernel import kernel
 from ..layout import (CF_DCTCP_RATE_AI, CF_EWMA, CF_MIN_RATE, CI_PAYLOAD, FF_ALPHA, FF_MAX_RATE, FF_RATE, FT_BATCH,
                       FT_CA_STATE, FT_ECN_CNT, FT_HIGH_SEQ, FT_LAST_UPD, FT_SND_NXT)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def on_ack(flows, cfg, f, ack_seq, ecn_echo):
     """An ACK up to ``ack_seq`` of flow f, echoing ECN or not."""
     ft, ff, cf = flows.table, flows.rates, cfg.floats

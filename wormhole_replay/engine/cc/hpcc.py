@@ -11,8 +11,8 @@ the reference rate.  ``SAMPLE_FEEDBACK`` ignores hops with an empty queue on fas
 """
 
 import numpy as np
-from numba import njit
 
+from ..kernel import kernel
 from ..layout import (CF_MIN_RATE, CF_RATE_AI, CF_U_TARGET, CI_FAST_REACT, CI_INT_MULTI, CI_MI_THRESH, CI_MULTI_RATE,
                       CI_RATE_TABLE, CI_SAMPLE_FEEDBACK, FF_CUR_RATE, FF_MAX_RATE, FF_U, FH_INT, FH_STAGE, FHF_RC,
                       FHF_U, FT_BASE_RTT, FT_INC_STAGE, FT_LAST_UPD, FT_SND_NXT, FT_WIN, INT_BYTE_UNIT,
@@ -21,16 +21,15 @@ from ..layout import (CF_MIN_RATE, CF_RATE_AI, CF_U_TARGET, CI_FAST_REACT, CI_IN
 from ..nic import change_rate
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def on_ack(net, flows, events, cfg, state, f, i):
     """An ACK of flow f: a full update once per RTT, a fast reaction otherwise (``FAST_REACT``)."""
-    if net.packets[i, PK_SEQ] > flows.table[f, FT_LAST_UPD]:
-        update(net, flows, events, cfg, state, f, i, False)
-    elif cfg.ints[CI_FAST_REACT] != 0:
-        update(net, flows, events, cfg, state, f, i, True)
+    full = net.packets[i, PK_SEQ] > flows.table[f, FT_LAST_UPD]
+    if full or cfg.ints[CI_FAST_REACT] != 0:  # one call site: update is compiled once, not per literal
+        update(net, flows, events, cfg, state, f, i, not full)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def update(net, flows, events, cfg, state, f, i, fast_react):
     """``RdmaHw::UpdateRateHp`` (rate form; ``MULTI_RATE`` 0 or 1) on ACK packet i of flow f.
     ``flows.scratch`` holds, per hop: updated flag [0:5], new rate [5:10], new stage [10:15]."""

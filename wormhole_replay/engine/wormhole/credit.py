@@ -3,14 +3,14 @@
 the bytes a thaw adds to each port) share, so that the estimate never exceeds the credit."""
 
 import numpy as np
-from numba import njit
 
+from ..kernel import kernel
 from ..layout import (CI_ACK_SIZE, CI_DATA_HDR, CI_PAYLOAD, FF_MEMO, FF_STEADY, FT_APATH, FT_DPATH, FT_SIZE,
                       FT_SND_NXT, PT_JUMP_BYTES)
 from .partitions import ports_end
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def jump_credit(flows, cfg, f, shift, t_conv):
     """Payload bytes flow f sent over a jump of ``shift`` ns, in whole packets, short of its tail: a
     memoized transient's bytes over ``t_conv`` (``FF_MEMO``; 0: none), then its steady rate."""
@@ -27,7 +27,7 @@ def jump_credit(flows, cfg, f, shift, t_conv):
     return b
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def wire_bytes(cfg, b):
     """Bytes a flow's data path and its ACK path carry for ``b`` payload bytes (an ACK per packet,
     as ``transport.receive_data`` sends them)."""
@@ -36,7 +36,7 @@ def wire_bytes(cfg, b):
     return b + pkts * cfg.ints[CI_DATA_HDR], pkts * cfg.ints[CI_ACK_SIZE]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def credit_jump(net, flows, cfg, f, b):
     """A jump credited flow f ``b`` payload bytes (``jump._credit``): its links carried them."""
     data, ack = wire_bytes(cfg, b)

@@ -30,8 +30,8 @@ CC of the live flows does against a load that no longer reacts to them.
 """
 
 import numpy as np
-from numba import njit
 
+from ..kernel import kernel
 from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_ACK_SIZE, CI_CC_MODE, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP,
                       CI_WH_L, CI_WH_MIN_JUMP, CI_WH_SHORT, CI_WH_TAIL, CI_WH_TAU, FF_FLUID, FF_MAX_RATE, FF_RATE, FF_STEADY,
                       FT_APATH, FT_BNECK, FT_BYTES_RX, FT_DPATH, FT_FLUID, FT_FLUID_CAP, FT_FLUID_FIRST, FT_FLUID_LAST, FT_FLUID_T0, FT_HIGH_SEQ, FT_LAST_UPD,
@@ -53,24 +53,24 @@ MARK = 3  # ... scratch mark (neighbourhood_changed)
 FULL = 0.9  # a link this loaded may bound the rates of the flows crossing it
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _wire(cfg):
     payload = cfg.ints[CI_PAYLOAD]
     return (payload + cfg.ints[CI_DATA_HDR]) / payload
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _ack_share(cfg):
     return cfg.ints[CI_ACK_SIZE] / cfg.ints[CI_PAYLOAD]
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _share(cfg, rate, data):
     """A fluid flow's share (bps) of a link of its data path (data) or of its ACK path."""
     return np.int64(rate * (_wire(cfg) if data else _ack_share(cfg)))
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def _is_last(pk, i, data, last):
     """Packet i is a flow's last data packet (ending at ``last``), or (not ``data``) the ACK of it."""
     if data:
@@ -78,7 +78,7 @@ def _is_last(pk, i, data, last):
     return pk[i, PK_KIND] != KIND_DATA and pk[i, PK_SEQ] >= last
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _passed(net, flows, f, first, end, data, last):
     """How many hops of the path ``paths[first:end]`` flow f's last packet has left: its last data
     packet (``data``: the one ending at ``last``) or the ACK of it; all of them if it has arrived."""
@@ -101,7 +101,7 @@ def _passed(net, flows, f, first, end, data, last):
     return end - first if ft[f, FT_SND_UNA] >= last else 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def on_transmit(net, flows, cfg, state, p, i, taking):
     """Port p puts packet i on the wire.  A fluid flow's reservation is taken at each hop as its last
     packet (or the ACK of it) leaves that hop (``taking``: called once the packet is on the wire),
@@ -126,7 +126,7 @@ def on_transmit(net, flows, cfg, state, p, i, taking):
         ft[f, FT_RESV] &= ~bit
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def release_all(net, flows, cfg, state, f):
     """Give back whatever flow f still holds (it finished, or stopped again, before its first new
     packet got everywhere)."""
@@ -143,7 +143,7 @@ def release_all(net, flows, cfg, state, f):
     ft[f, FT_RESV] = 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def go_fluid(net, flows, events, cfg, state, parts, f, rate, plan_ns, cap):
     """Flow f becomes fluid at ``rate`` (payload bps) for at most ``plan_ns``."""
     ft, ff = flows.table, flows.rates
@@ -180,7 +180,7 @@ def go_fluid(net, flows, events, cfg, state, parts, f, rate, plan_ns, cap):
     state[ST_WH_FLUID_NOW] += 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _shift_flow_packets(net, flows, f, b):
     """Packets of flow f still queued or on a link of its paths: their sequence numbers move with
     the bytes credited (a fluid flow's last packets may not have drained yet)."""
@@ -200,7 +200,7 @@ def _shift_flow_packets(net, flows, f, b):
             i = pk[i, PK_NEXT]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def thaw_fluid(net, flows, events, cfg, state, parts, f, early):
     """Fluid flow f sends packets again: credit its rate times the time it was fluid, give back its
     reservations, release its timers; ``early`` if a change near it ended the jump."""
@@ -242,7 +242,7 @@ def thaw_fluid(net, flows, events, cfg, state, parts, f, early):
     kick(net, state, flows.paths[ft[f, FT_DPATH]])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def neighbourhood_changed(net, flows, events, cfg, state, parts, k, f):
     """Flow f of partition k starts or finishes: the fluid flows whose bottleneck (``FT_BNECK``) it
     crosses (its data or its ACKs, in the same direction) thaw, their shares being about to move.
@@ -262,7 +262,7 @@ def neighbourhood_changed(net, flows, events, cfg, state, parts, k, f):
         mark[paths[j], MARK] = 0.0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _recent_rate(flows, parts, cfg, f):
     """Flow f's mean delivered rate over its last few samples (0 before its first one)."""
     sr, l = parts.samples, cfg.ints[CI_WH_L]
@@ -278,7 +278,7 @@ def _recent_rate(flows, parts, cfg, f):
     return s / m
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _cannot_contend(net, flows, cfg, parts, f):
     """Flow f has no share to settle, so a short window shows its steady state: under HPCC no other
     flow's data crosses its switch ports (``parts.port_scratch[:, DATA]``) and none is slower than
@@ -300,7 +300,7 @@ def _cannot_contend(net, flows, cfg, parts, f):
     return mode == CC_HPCC
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _window_flat(flows, parts, cfg, f, n, resolution):
     """Flow f's last ``n`` samples are flat (as ``steadiness._flat``): (flat, mean, drift)."""
     sr, l, theta = parts.samples, cfg.ints[CI_WH_L], cfg.floats[CF_WH_THETA]
@@ -315,7 +315,7 @@ def _window_flat(flows, parts, cfg, f, n, resolution):
     return flat, mean, max(change, 0.0) / mean
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _try_fluid(net, flows, events, cfg, state, parts, f, n, resolution):
     """Make flow f fluid at its window's mean rate, for as long as ``jump.freeze`` would jump a
     partition: to its tail, at most the first-jump cap (doubling while its rate holds; none after
@@ -346,7 +346,7 @@ def _try_fluid(net, flows, events, cfg, state, parts, f, n, resolution):
     go_fluid(net, flows, events, cfg, state, parts, f, r, jump, cap)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _bottleneck(net, flows, parts, f):
     """The port of flow f's data path that bounds its rate: the most loaded for its rate."""
     ft, paths, ports, ps = flows.table, flows.paths, net.ports, parts.port_scratch
@@ -359,7 +359,7 @@ def _bottleneck(net, flows, parts, f):
     return best
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def fluid_pass(net, flows, events, cfg, state, parts, k):
     """At a rate sample of live partition k (not steady as a whole): thaw the fluid flows whose
     links' loads moved, and make fluid the flows steady whose bottleneck no moving flow crosses."""

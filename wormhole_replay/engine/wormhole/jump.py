@@ -14,8 +14,8 @@ HPCC's INT timestamps) shift by ``J``, so the CC resumes where it left off.
 """
 
 import numpy as np
-from numba import njit
 
+from ..kernel import entry, kernel
 from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP, CI_WH_TAIL,
                       CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH,
                       FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
@@ -36,14 +36,14 @@ PARKED = -2  # QN_WHERE of an event held while its partition is frozen
 NEVER = 1 << 62
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _park(events, slot):
     if pending(events, slot):
         q_remove(events, slot)
         events.slots[slot, QN_WHERE] = PARKED
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _unpark(events, slot, shift):
     qn = events.slots
     if qn[slot, QN_WHERE] == PARKED:
@@ -51,7 +51,7 @@ def _unpark(events, slot, shift):
         q_set(events, slot, qn[slot, QN_TIME] + shift, qn[slot, QN_SEQ])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def window_stats(samples, f, oldest, n, l):
     """Flow f's ``n`` samples from ring position ``oldest`` (a ring of ``l``): sums of their older
     and newer halves, min, max."""
@@ -70,14 +70,14 @@ def window_stats(samples, f, oldest, n, l):
     return s_old, s_new, lo, hi
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def half_change(s_old, s_new, l, resolution):
     """How far the newer half's mean rate is from the older half's, beyond one packet per sample."""
     half = l // 2
     return abs(s_new / (l - half) - s_old / half) - resolution / half
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def freeze(net, flows, events, cfg, state, parts, k, n):
     """Freeze partition k, steady over its flows' last ``n`` samples, until its first flow reaches
     its tail; False if that is too soon."""
@@ -122,14 +122,14 @@ def freeze(net, flows, events, cfg, state, parts, k, n):
     return _plan(net, flows, events, cfg, state, parts, k, cap)
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def freeze_known(net, flows, events, cfg, state, parts, k):
     """Freeze live partition k at the steady rates the caller set in ``FF_STEADY`` (a steady state
     the memo knows, recognised before a full window); False if a flow's tail is too near."""
     return _plan(net, flows, events, cfg, state, parts, k, cfg.ints[CI_WH_CAP])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _plan(net, flows, events, cfg, state, parts, k, cap):
     """Jump partition k at its flows' ``FF_STEADY`` rates (scaled so that no link carries more
     than its rate) until the first flow reaches its tail, at most ``cap``; False if too soon."""
@@ -178,7 +178,7 @@ def _plan(net, flows, events, cfg, state, parts, k, cap):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _jump(net, flows, events, cfg, state, parts, k, jump, cap):
     """Freeze partition k for ``jump`` ns: park its events, stop its ports, plan its thaw."""
     wp, ft = parts.table, flows.table
@@ -206,7 +206,7 @@ def _jump(net, flows, events, cfg, state, parts, k, jump, cap):
     state[ST_WH_FF] += 1
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def memo_jump(net, flows, events, cfg, state, parts, k, t_conv, steady, members, phases):
     """Apply a memoized transient to live partition k: jump ``t_conv`` ns crediting each flow its
     ``FF_MEMO`` bytes and, if the transient ended ``steady``, on at its converged ``FF_STEADY``
@@ -250,7 +250,7 @@ def memo_jump(net, flows, events, cfg, state, parts, k, t_conv, steady, members,
     return True
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _shift_packet(net, flows, k, i, shift):
     """A packet held in a frozen partition: its flow's credited bytes move its sequence number,
     and HPCC's INT timestamps move with the partition's clock."""
@@ -266,7 +266,7 @@ def _shift_packet(net, flows, k, i, shift):
             pk[i, PK_INT + h] = w - t + (t + shift) % INT_TIME_MOD
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _credit(net, flows, cfg, state, parts, k, shift, hpcc):
     """Credit each flow of partition k what it sent over the jump of ``shift`` ns (whole packets),
     and shift its own clocks."""
@@ -305,7 +305,7 @@ def _credit(net, flows, cfg, state, parts, k, shift, hpcc):
         f = ft[f, FT_PNEXT]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def thaw(net, flows, events, cfg, state, parts, k):
     """End partition k's jump now: credit its flows, shift its times, release its events."""
     wp, ft = parts.table, flows.table

@@ -11,8 +11,7 @@ Either way the flows sharing a port with it restart their windows, and fluid one
 thaw (``fluid.neighbourhood_changed``).
 """
 
-from numba import njit
-
+from ..kernel import kernel
 from ..layout import (CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
                       WP_NFLOWS, WP_PORTS, WP_STATE)
 from .fluid import neighbourhood_changed, release_all
@@ -21,7 +20,7 @@ from .partitions import (FROZEN, changed, ensure_sampling, flow_link, flow_unlin
                          port_link, port_unlink, ports_end, transient)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def flow_started(net, flows, events, cfg, state, parts, f):
     """Network flow f is about to start: thaw the frozen partitions it arrives on (skip-back),
     then join, merge or open a partition."""
@@ -56,7 +55,7 @@ def flow_started(net, flows, events, cfg, state, parts, f):
     ensure_sampling(events, cfg, state, flows.table.shape[0])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _find(uf, x):
     while uf[x] != x:
         uf[x] = uf[uf[x]]
@@ -64,7 +63,7 @@ def _find(uf, x):
     return x
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def flow_finished(net, flows, events, cfg, state, parts, f):
     """Network flow f completed: leave its partition, which may split."""
     wp, ft, ports, paths = parts.table, flows.table, net.ports, flows.paths

@@ -7,8 +7,7 @@ O(moved rows), and a port knows its partition in one load.  Free partition rows 
 (``WP_NEXT_FREE``); live ones (simulated packet by packet) are in ``parts.live``.
 """
 
-from numba import njit
-
+from ..kernel import kernel
 from ..layout import (CI_MEMO, CI_WH_TAU, FT_DPATH, FT_PART, FT_PNEXT, FT_PPREV, ML_CHANGED, ML_GEN, ML_KIND,
                       ML_PART, ML_TIME, PT_PART, PT_PNEXT, PT_PPREV, ST_ML_N, ST_NOW, ST_WH_FREE, ST_WH_MERGES,
                       ST_WH_NLIVE, ST_WH_NPARTS, ST_WH_PARTS_MAX, WP_ALONE, WP_FLOWS, WP_FRESH, WP_GEN, WP_LIVEPOS,
@@ -21,14 +20,14 @@ LIVE = 1
 FROZEN = 2
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def ports_end(flows, f):
     """End of flow f's ports in ``flows.paths`` (its data path, then its ACK path)."""
     ft = flows.table
     return ft[f + 1, FT_DPATH] if f + 1 < ft.shape[0] else flows.paths.shape[0]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def live_add(parts, state, k):
     n = state[ST_WH_NLIVE]
     parts.live[n] = k
@@ -36,7 +35,7 @@ def live_add(parts, state, k):
     state[ST_WH_NLIVE] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def live_remove(parts, state, k):
     wp, wl = parts.table, parts.live
     n = state[ST_WH_NLIVE] - 1
@@ -48,7 +47,7 @@ def live_remove(parts, state, k):
     state[ST_WH_NLIVE] = n
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def part_new(parts, state):
     """A new, empty, live partition."""
     wp = parts.table
@@ -70,7 +69,7 @@ def part_new(parts, state):
     return k
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def part_free(parts, state, k):
     wp = parts.table
     if wp[k, WP_STATE] == LIVE:
@@ -81,7 +80,7 @@ def part_free(parts, state, k):
     state[ST_WH_NPARTS] -= 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _link(wp, tab, part, nxt, prv, head, count, k, x):
     """Put row x of ``tab`` (flows or ports) at the head of partition k's list."""
     h = wp[k, head]
@@ -94,7 +93,7 @@ def _link(wp, tab, part, nxt, prv, head, count, k, x):
     wp[k, count] += 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _unlink(wp, tab, part, nxt, prv, head, count, x):
     """Take row x of ``tab`` out of its partition's list."""
     k = tab[x, part]
@@ -110,27 +109,27 @@ def _unlink(wp, tab, part, nxt, prv, head, count, x):
     wp[k, count] -= 1
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def flow_link(parts, flows, k, f):
     _link(parts.table, flows.table, FT_PART, FT_PNEXT, FT_PPREV, WP_FLOWS, WP_NFLOWS, k, f)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def flow_unlink(parts, flows, f):
     _unlink(parts.table, flows.table, FT_PART, FT_PNEXT, FT_PPREV, WP_FLOWS, WP_NFLOWS, f)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def port_link(parts, net, k, p):
     _link(parts.table, net.ports, PT_PART, PT_PNEXT, PT_PPREV, WP_PORTS, WP_NPORTS, k, p)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@kernel(inline="always")
 def port_unlink(parts, net, p):
     _unlink(parts.table, net.ports, PT_PART, PT_PNEXT, PT_PPREV, WP_PORTS, WP_NPORTS, p)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def merge(parts, net, flows, state, into, other):
     """Move every flow and port of partition ``other`` into ``into``."""
     wp = parts.table
@@ -150,7 +149,7 @@ def merge(parts, net, flows, state, into, other):
     state[ST_WH_MERGES] += 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def record(parts, state, kind, k, gen):
     """Append a memo log record (a full log only costs the memo a lookup)."""
     ml = parts.memo_log
@@ -163,21 +162,21 @@ def record(parts, state, kind, k, gen):
         state[ST_ML_N] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def log(parts, cfg, state, kind, k):
     """A memo log record for partition k (only when the memo is on)."""
     if cfg.ints[CI_MEMO] != 0:
         record(parts, state, kind, k, parts.table[k, WP_GEN])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def transient(parts, cfg, state, k):
     """Partition k's flows changed: a transient begins (its current log record is the last one)."""
     parts.table[k, WP_GEN] += 1
     log(parts, cfg, state, ML_CHANGED, k)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def changed(parts, cfg, state, k):
     """Partition k's flows changed: their steadiness windows restart, and a transient begins."""
     wp = parts.table
@@ -187,7 +186,7 @@ def changed(parts, cfg, state, k):
     transient(parts, cfg, state, k)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def ensure_sampling(events, cfg, state, n_flows):
     """Keep the ``SAMPLE`` event pending (at the next multiple of tau) while a partition is live."""
     s = sample_slot(cfg, n_flows)

@@ -13,8 +13,7 @@ contend (``alone``), under DCQCN they all still send at line rate with no queue 
 (``_idle``); its jump then has no first-jump cap.
 """
 
-from numba import njit
-
+from ..kernel import entry, kernel
 from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_CC_MODE, CI_MEMO, CI_PAYLOAD, CI_WH_L, CI_WH_SHORT,
                       CI_WH_TAU, CI_WH_FLUID, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_FLUID, FT_NSAMP, FT_PNEXT,
                       FT_SAMP_T, FT_WSAMP,
@@ -26,7 +25,7 @@ from .jump import freeze, half_change, window_stats
 from .partitions import ensure_sampling, log, record
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _flat(samples, f, oldest, n, l, theta, resolution):
     """Flow f's window is steady: its samples spread less than theta of their mean (beyond one
     packet of resolution), and its older and newer halves agree within theta / 4 (no drift: a
@@ -39,7 +38,7 @@ def _flat(samples, f, oldest, n, l, theta, resolution):
     return half_change(s_old, s_new, n, resolution) <= 0.25 * theta * s / n
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def alone(net, flows, parts, k):
     """No two flows of partition k share a switch port, and none crosses a switch port slower than
     its NIC (cached in ``WP_ALONE`` until the flows change).  Such flows have no shares to settle:
@@ -65,7 +64,7 @@ def alone(net, flows, parts, k):
     return wp[k, WP_ALONE] == 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _idle(net, flows, cfg, parts, k):
     """DCQCN sends every flow of partition k at its NIC's line rate (no flow has been cut by a CNP
     for ~10 ms, the time a cut rate takes to climb back to exactly line rate), and no switch port
@@ -89,7 +88,7 @@ def _idle(net, flows, cfg, parts, k):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@entry
 def settled(net, flows, cfg, parts, k):
     """Partition k has no shares to settle, so a short window shows its steady state and its jump
     needs no first-jump cap: under HPCC its flows cannot contend (``alone``); under DCQCN its CC is
@@ -102,7 +101,7 @@ def settled(net, flows, cfg, parts, k):
     return _idle(net, flows, cfg, parts, k)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def sample(net, flows, events, cfg, state, parts):
     """The SAMPLE event: one rate sample per flow of every live partition; freeze the steady ones."""
     ci, wp, ft, sr = cfg.ints, parts.table, flows.table, parts.samples
