@@ -212,6 +212,31 @@ def test_four_replays_share_one_postgres_database(tmp_path, pg_url):
         assert s["entries"] == inserted > 0 and s["runs"] == 4
 
 
+def test_a_database_moved_from_sqlite_to_postgres_gives_the_same_hits(tmp_path, pg_url):
+    """A memo database filled by a run on SQLite, exported (``memo export``) and imported into
+    Postgres (``memo import``), serves a warm run on Postgres exactly as it serves a warm run on the
+    SQLite file: the same hits, the same results bit for bit."""
+    trace = _trace(tmp_path)
+    db = tmp_path / "memo.sqlite"
+    cold = _replay(trace, tmp_path / "cold", db)
+    out, err = cold.communicate(timeout=600)
+    assert cold.returncode == 0, err
+    moved = tmp_path / "memo.json"
+    for args in (["export", str(moved), "--db", str(db)], ["import", str(moved), "--db", pg_url]):
+        p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    with MemoStore.open(str(db)) as a, MemoStore.open(pg_url) as b:
+        assert a.count() == b.count() > 0
+    warm = {}
+    for name, where in (("sqlite", db), ("postgres", pg_url)):  # each starts from the same entries
+        p = _replay(trace, tmp_path / name, where)
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        warm[name] = json.loads(out)["wormhole"]
+    assert warm["sqlite"]["memo_hits"] == warm["postgres"]["memo_hits"] > 0
+    assert (tmp_path / "sqlite" / "fct.txt").read_bytes() == (tmp_path / "postgres" / "fct.txt").read_bytes()
+
+
 def test_killed_replay_leaves_a_database_that_warm_starts(tmp_path):
     """A replay killed (SIGKILL) in the middle of its run, after its first entries reached the
     database, leaves a sound database whose entries the next run starts with.  The kill must hit a
