@@ -237,6 +237,34 @@ def test_a_database_moved_from_sqlite_to_postgres_gives_the_same_hits(tmp_path, 
     assert (tmp_path / "sqlite" / "fct.txt").read_bytes() == (tmp_path / "postgres" / "fct.txt").read_bytes()
 
 
+def test_memo_stats_shows_the_entries_that_carried_the_runs(tmp_path):
+    """``memo stats --entries`` lists the entries hit, each with its hits and the simulated time and
+    bytes the jumps its hits began skipped; the totals agree with the runs' own journals."""
+    trace = _trace(tmp_path)
+    db = tmp_path / "memo.sqlite"
+    hits = 0
+    for name in ("cold", "warm"):
+        p = _replay(trace, tmp_path / name, db)
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        w = json.loads(out)["wormhole"]
+        hits += w["memo_hits"] + w["memo_steady_hits"]
+    assert hits > 0
+    p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", "stats", "--db", str(db), "--entries", "1000",
+                        "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    top = json.loads(p.stdout)["top_entries"]
+    assert sum(e["hits"] for e in top) == hits
+    assert all(e["jumped_ns"] > 0 and e["jumped_bytes"] > 0 for e in top)  # every hit here began a jump
+    assert [e["jumped_ns"] for e in top] == sorted((e["jumped_ns"] for e in top), reverse=True)
+    p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", "stats", "--db", str(db), "--entries", "2"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "entries that carried runs" in p.stdout and top[0]["digest"][:12] in p.stdout
+    p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", "stats", "--db", str(db), "--entries", "-1"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
 def test_killed_replay_leaves_a_database_that_warm_starts(tmp_path):
     """A replay killed (SIGKILL) in the middle of its run, after its first entries reached the
     database, leaves a sound database whose entries the next run starts with.  The kill must hit a

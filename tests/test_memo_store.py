@@ -325,12 +325,12 @@ def test_upgrade_from_0001(db):
             s.count()
     assert _sql(db, "SELECT version_num FROM alembic_version") == [("0001",)]
     with MemoStore.open(db) as s:
-        assert (s.previous_revision, s.revision) == ("0001", "0002")
+        assert (s.previous_revision, s.revision) == ("0001", "0003")
         got = s.entries("fp-test", "wl-test")
         assert [e.digest for e in got] == [make_entry(1).digest, make_entry(2, kind="transient").digest]
         assert s.stats()["runs"] == 1 and s.integrity_check() == []
-        s.touch({got[0].digest: 1})
-    assert sorted(_sql(db, "SELECT hits FROM entries")) == [(0,), (1,)]
+        s.touch({got[0].digest: 1}, {got[0].digest: (2_000, 3_000)})
+    assert sorted(_sql(db, "SELECT hits, jumped_ns, jumped_bytes FROM entries")) == [(0, 0, 0), (1, 2_000, 3_000)]
 
 
 def test_newer_revision_is_refused(db):
@@ -338,7 +338,7 @@ def test_newer_revision_is_refused(db):
     _sql(db, "UPDATE alembic_version SET version_num = '0099'")
     for upgrade in (True, False):
         with pytest.raises(InputError, match=r"schema revision 0099 is newer than this wormhole-replay knows "
-                                             r"\(head 0002\); upgrade wormhole-replay"):
+                                             r"\(head 0003\); upgrade wormhole-replay"):
             MemoStore.open(db, upgrade=upgrade)
     assert _sql(db, "SELECT version_num FROM alembic_version") == [("0099",)]
 
@@ -363,7 +363,7 @@ def test_upgrade_command_and_check(tmp_path, capsys):
     assert r.returncode == 1 and "0001" in r.stdout
     assert f.read_bytes() == before  # --check changes nothing
     r = _main(capsys, "memo", "upgrade", "--db", str(f))
-    assert r.returncode == 0 and "0002 (upgraded from 0001)" in r.stdout
+    assert r.returncode == 0 and "0003 (upgraded from 0001)" in r.stdout
     assert _main(capsys, "memo", "upgrade", "--check", "--db", str(f)).returncode == 0
     r = _main(capsys, "memo", "stats", "--json", "--db", str(f))
     assert r.returncode == 0 and json.loads(r.stdout)["entries"] == 2
@@ -385,7 +385,7 @@ def test_export_import_round_trip(db, tmp_path, capsys, monkeypatch):
         assert export(s, tmp_path / "all.json") == 40
         assert export(s, tmp_path / "b.json", fingerprint="fp-b") == 10
     doc = json.loads((tmp_path / "all.json").read_text())
-    assert (doc["format"], doc["version"], doc["schema_revision"]) == ("wormhole-replay-memo", 1, "0002")
+    assert (doc["format"], doc["version"], doc["schema_revision"]) == ("wormhole-replay-memo", 1, "0003")
     assert {d["digest"]: d["hits"] for d in doc["entries"]}[es[0].digest] == 3
     with MemoStore.open(str(tmp_path / "fresh.db")) as t:
         assert import_(t, tmp_path / "all.json", same=same_iso) == (40, 40)

@@ -28,6 +28,9 @@ def add_parser(subparsers, parser_class=None):
 
     p = action("stats", "what the database holds: entries by kind and network fingerprint, runs")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--entries", type=int, default=0, metavar="N",
+                   help="also the N entries that carried runs the most: hits, simulated time and bytes their "
+                        "hits let runs skip")
     p = action("upgrade", "create the database or upgrade its schema to this version's; print the revision")
     p.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 if the database needs creating or upgrading")
@@ -76,7 +79,12 @@ def run(args) -> int:
     store = MemoStore.open(args.db if cmd == "import" else _existing(args.db))
     try:
         if cmd == "stats":
-            _print_stats(store.stats(), args.json)
+            if args.entries < 0:
+                raise InputError(f"memo stats --entries {args.entries}: give 0 or more")
+            stats = store.stats()
+            if args.entries:
+                stats["top_entries"] = store.top_entries(args.entries)
+            _print_stats(stats, args.json)
         elif cmd == "export":
             from .exchange import export
 
@@ -129,3 +137,10 @@ def _print_stats(s: dict, as_json: bool) -> None:
         print("by network fingerprint:")
         for fp, n in s["by_fingerprint"].items():
             print(f"  {fp}  {n:,}")
+    if "top_entries" in s:
+        print("entries that carried runs (time and bytes: what the jumps their hits began skipped):")
+        if not s["top_entries"]:
+            print("  none: no entry has been hit yet")
+        for e in s["top_entries"]:
+            print(f"  {e['digest'][:12]}  {e['kind']:<9}  {e['flows']:3d} flows  {e['hits']:6,} hits  "
+                  f"{e['jumped_ns'] / 1e6:10.3f} ms  {e['jumped_bytes'] / 1e6:12.1f} MB  last used {e['last_used_at']}")

@@ -4,7 +4,7 @@ The format, version 1: one JSON object (UTF-8) with these fields:
 
 * ``format``: always ``"wormhole-replay-memo"``;
 * ``version``: the version of this format, ``1``; a reader refuses a version it does not know;
-* ``schema_revision``: the memo database's schema revision the export came from (``"0002"``),
+* ``schema_revision``: the memo database's schema revision the export came from (``"0003"``),
   for information only (the entries' form does not depend on it);
 * ``exported_at``: when, as ISO 8601 UTC (``"2026-11-30T12:00:00+00:00"``);
 * ``entries``: a list of objects, one per entry, in the exporting database's insertion order:

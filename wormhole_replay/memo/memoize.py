@@ -64,7 +64,7 @@ class Memoizer:
         if s is None:
             return {}
         self._flush()
-        self.store.touch(s.hit_counts)
+        self.store.touch(s.hit_counts, s.jumped)
         memo = {**s.counters, "memo_learned": s.counters["memo_inserts"], "memo_inserts": self.inserted,
                 "memo_db": self.store.safe_url}
         self.store.record_run(trace_digest=trace_digest, fingerprint=s.fingerprint,

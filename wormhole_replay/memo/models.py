@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, Float, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 BUCKET = ("fingerprint", "scheme", "kind", "wl_hash", "n_vertices", "n_edges")
@@ -48,6 +48,10 @@ class EntryRow(Base):
     # revision 0002: usage, for `memo prune --unused-days`
     hits: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # UTC
+    # revision 0003: what the entry's hits let runs skip (the jumps they began: simulated time and
+    # payload bytes credited), for `memo stats --entries`
+    jumped_ns: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    jumped_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class RunRow(Base):

@@ -87,6 +87,8 @@ class MemoSession:
         self._digests: set = set()
         self.new_entries: list[MemoEntry] = []
         self.hit_counts: dict = {}  # digest -> hits in this run
+        self.jumped: dict = {}  # digest -> (ns, payload bytes) the jumps its hits began skipped, this run
+        self._jump_entry: dict = {}  # partition -> (digest, bytes acked when its hit began the jump)
         self.hit_flows: list = []  # the lowest flow id of each partition a hit was applied to
         self.looked_flows: list = []  # ... of each partition whose transient was looked up
         self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
@@ -201,6 +203,10 @@ class MemoSession:
             elif kind == V.THAWED and k in self._open_jumps:
                 start, what, flows = self._open_jumps.pop(k)
                 self.jumps.append((k, start, t, what, flows))
+                if k in self._jump_entry:  # a memo hit began this jump: it carried the run this far
+                    digest, acked = self._jump_entry.pop(k)
+                    ns, b = self.jumped.get(digest, (0, 0))
+                    self.jumped[digest] = (ns + t - start, b + int(engine.acked(flows).sum()) - acked)
 
     def _snapshot(self, engine, flows) -> Snapshot:
         return Snapshot(engine.now, engine.acked(flows), engine.sent(flows), engine.cc_state(flows))
@@ -219,7 +225,9 @@ class MemoSession:
         e, m = self.find("transient", g)
         if e is not None and self._verify(engine, k, gen, t, g, e, m):
             return
+        acked = int(engine.acked(flows).sum())
         if e is not None and self._apply(engine, k, g, e, m):
+            self._jump_entry[k] = (e.digest, acked)
             self.counters["memo_hits"] += 1
             self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
             self.hit_flows.append(flows[0])
@@ -305,8 +313,10 @@ class MemoSession:
         if e is None:
             return
         at = np.array(flows, np.int64)[[m[i] for i in range(len(flows))]]
+        acked = int(engine.acked(flows).sum())
         if not engine.freeze_at(k, at, e.value["rates"]):
             return
+        self._jump_entry[k] = (e.digest, acked)
         self.counters["memo_steady_hits"] += 1
         self.hit_counts[e.digest] = self.hit_counts.get(e.digest, 0) + 1
         self._steady(engine, k, gen, t, self.short, kind="memo-steady")

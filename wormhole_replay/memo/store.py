@@ -391,18 +391,38 @@ class MemoStore:
             kept.append(e)
         return kept
 
-    def touch(self, hits: dict[str, int]) -> None:
-        """Count uses: for each digest, ``hits += n`` and ``last_used_at = now``, in one transaction."""
+    def touch(self, hits: dict[str, int], jumped: dict[str, tuple[int, int]] | None = None) -> None:
+        """Count uses: for each digest, ``hits += n`` and ``last_used_at = now``, and add what its hits
+        let the run skip (``jumped``: digest -> (simulated ns, payload bytes)), in one transaction."""
         self._require_current()
+        jumped = jumped or {}
         items = sorted((d, int(n)) for d, n in hits.items() if n > 0)  # sorted: a fixed lock order
         if not items:
             return
         t = _ENTRIES
         stmt = (sa.update(t).where(t.c.digest == sa.bindparam("d"))
-                .values(hits=t.c.hits + sa.bindparam("n"), last_used_at=sa.bindparam("now")))
+                .values(hits=t.c.hits + sa.bindparam("n"), last_used_at=sa.bindparam("now"),
+                        jumped_ns=t.c.jumped_ns + sa.bindparam("ns"), jumped_bytes=t.c.jumped_bytes + sa.bindparam("b")))
         now = _now()
+        rows = [{"d": d, "n": n, "now": now, "ns": int(jumped.get(d, (0, 0))[0]), "b": int(jumped.get(d, (0, 0))[1])}
+                for d, n in items]
         with self._write() as conn:
-            conn.execute(stmt, [{"d": d, "n": n, "now": now} for d, n in items])
+            conn.execute(stmt, rows)
+
+    def top_entries(self, n: int, fingerprint: str | None = None) -> list[dict]:
+        """The ``n`` entries that carried runs the most (by simulated time jumped, then hits): kind,
+        fingerprint, flows, hits, time and bytes jumped, last use."""
+        self._require_current()
+        t = _ENTRIES
+        q = (sa.select(t.c.digest, t.c.kind, t.c.fingerprint, t.c.n_vertices, t.c.hits, t.c.jumped_ns, t.c.jumped_bytes,
+                       t.c.last_used_at)
+             .where(t.c.hits > 0).order_by(t.c.jumped_ns.desc(), t.c.hits.desc(), t.c.id).limit(n))
+        if fingerprint is not None:
+            q = q.where(t.c.fingerprint == fingerprint)
+        with self._read() as conn:
+            return [{"digest": r.digest, "kind": r.kind, "fingerprint": r.fingerprint, "flows": r.n_vertices,
+                     "hits": r.hits, "jumped_ns": int(r.jumped_ns), "jumped_bytes": int(r.jumped_bytes),
+                     "last_used_at": r.last_used_at.isoformat() if r.last_used_at else None} for r in conn.execute(q)]
 
     def record_run(self, *, trace_digest: str | None, fingerprint: str, mode: str, counters: dict,
                    wall_seconds: float) -> None:
