@@ -23,6 +23,7 @@ than ``min_jump``.
     python tools/bench_contention.py                      # HPCC and DCQCN, 50 MB
     python tools/bench_contention.py --cc hpcc --trace
     python tools/bench_contention.py --size 200 --strides 1 3 5
+    python tools/bench_contention.py --fluid                  # with fluid flows (--ff-fluid)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 from wormhole_replay.api import execute, fast_forward_for, prepare_direct_run
 from wormhole_replay.engine import layout as L
 from wormhole_replay.engine import simulate as engine_simulate
+from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.errors import InputError
 from wormhole_replay.topology import build_topology
 from wormhole_replay.workload.flowfile import FlowSet
@@ -81,9 +83,9 @@ class Steadiness:
               f"{spread_ok:3d} pass the spread test, {drift_ok:3d} the drift test", flush=True)
 
 
-def run(flows: FlowSet, topology: str, cc: str, mode: str, on_slice=None):
+def run(flows: FlowSet, topology: str, cc: str, mode: str, on_slice=None, fluid: bool = False):
     r = prepare_direct_run(topology, flows, cc, out=None)
-    r.fast_forward = fast_forward_for(mode)
+    r.fast_forward = fast_forward_for(mode, FastForward(fluid=True) if fluid else None)
     t0 = time.perf_counter()
     res = execute(r, on_slice=on_slice)
     return res, time.perf_counter() - t0
@@ -96,6 +98,7 @@ def main() -> int:
     ap.add_argument("--size", type=float, default=50.0, help="MB per flow (default 50)")
     ap.add_argument("--cc", choices=["dcqcn", "hpcc"], help="one CC (default: both)")
     ap.add_argument("--trace", action="store_true", help="follow the wormhole run's steadiness")
+    ap.add_argument("--fluid", action="store_true", help="wormhole mode with fluid flows (--ff-fluid)")
     a = ap.parse_args()
     try:
         if a.size <= 0 or any(s <= 0 for s in a.strides):
@@ -107,7 +110,7 @@ def main() -> int:
             if a.trace:
                 engine_simulate.SLICE_EVENTS = 100_000  # the trace samples between slices
                 print(f"{cc}: steadiness of the wormhole run")
-            fast, t_fast = run(flows, a.topology, cc, "wormhole", Steadiness() if a.trace else None)
+            fast, t_fast = run(flows, a.topology, cc, "wormhole", Steadiness() if a.trace else None, a.fluid)
             engine_simulate.SLICE_EVENTS = 1_000_000
             x, y = full.flows["fct_ns"].to_numpy(), fast.flows["fct_ns"].to_numpy()
             err = np.abs(y - x) / x
