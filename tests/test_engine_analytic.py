@@ -268,9 +268,9 @@ def test_l2_back_to_zero_goes_back_to_the_chunk_start():
     assert back.flows.packets_sent.sum() > gbn.flows.packets_sent.sum()
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: with L2_BACK_TO_ZERO the receiver counts the bytes it "
-                   "receives again after rewinding to the chunk start, so bytes_received exceeds the flow's size "
-                   "(measured 2026-12-01: 2,011,000-2,079,000 for 2,000,000-byte flows)")
 def test_l2_back_to_zero_delivers_every_byte_once():
+    """The receiver rewinds to the chunk start and gets those bytes again; ``bytes_received``
+    counts each once (before 2026-12-01 it counted them again: 2,011,000-2,079,000 for
+    2,000,000-byte flows)."""
     back, _ = _back_to_zero_run()
     assert (back.flows.bytes_received == back.flows.size_bytes).all()

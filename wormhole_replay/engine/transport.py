@@ -42,7 +42,8 @@ def receive_data(net, flows, events, cfg, state, i):
     reply = 0  # 1 ACK, 2 NACK
     if seq == expected:
         ft[f, FT_RX_EXPECTED] = expected + pk[i, PK_PAYLOAD]
-        ft[f, FT_BYTES_RX] += pk[i, PK_PAYLOAD]
+        if ft[f, FT_RX_EXPECTED] > ft[f, FT_BYTES_RX]:  # each byte once: L2_BACK_TO_ZERO rewinds the expected seq
+            ft[f, FT_BYTES_RX] = ft[f, FT_RX_EXPECTED]
         if ft[f, FT_RX_EXPECTED] >= ft[f, FT_SIZE] and ft[f, FT_RX_DONE] < 0:
             ft[f, FT_RX_DONE] = now
             release_successors(flows, events, cfg, state, f)
