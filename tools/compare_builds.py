@@ -66,6 +66,15 @@ def run(tree: Path, folder: Path, out: Path, mode: str = "full") -> float:
     return simulate_cpu_seconds(folder, out, tree=tree, mode=mode)
 
 
+def small_runs_seconds(tree: Path, folders, out: Path, mode: str) -> float:
+    """``run`` of each folder in turn, each with a fresh output folder (and so a fresh memo database)."""
+    seconds = 0.0
+    for folder in folders:
+        shutil.rmtree(out, ignore_errors=True)
+        seconds += run(tree, folder, out, mode)
+    return seconds
+
+
 def clear_cache(tree: Path) -> None:
     for f in list(tree.rglob("*.nbi")) + list(tree.rglob("*.nbc")) + list(tree.rglob("engine-sources.sha256")):
         f.unlink()
@@ -93,20 +102,15 @@ def main() -> int:
         print(f"before = {a.before}, after = {a.after}")
         # Compile from an empty cache, per mode (a build may compile only what a mode uses): both CCs,
         # builds alternating, then the same runs warm.
+        small_runs = (RUNS / "S1_dcqcn", RUNS / a.compile_run)
         for mode in a.compile_modes:
-            def both_ccs(tree: Path) -> float:
-                seconds = 0.0
-                for folder in (RUNS / "S1_dcqcn", RUNS / a.compile_run):
-                    shutil.rmtree(tmp / "o", ignore_errors=True)  # a fresh memo database each time
-                    seconds += run(tree, folder, tmp / "o", mode)
-                return seconds
             colds = {name: [] for name in trees}
             for _ in range(a.compile_repeat):
                 for name, tree in trees.items():
                     clear_cache(tree)
-                    colds[name].append(both_ccs(tree))
+                    colds[name].append(small_runs_seconds(tree, small_runs, tmp / "o", mode))
             for name, tree in trees.items():
-                cold, warm = min(colds[name]), both_ccs(tree)
+                cold, warm = min(colds[name]), small_runs_seconds(tree, small_runs, tmp / "o", mode)
                 print(f"{name:>6} --mode {mode:<8}: first runs from an empty cache {cold:6.1f} s, warm {warm:5.1f} s: "
                       f"compile ~{cold - warm:5.1f} s CPU", flush=True)
         for folder in folders[1:]:

@@ -225,7 +225,7 @@ class MemoSession:
         e, m = self.find("transient", g)
         if e is not None and self._verify(engine, k, gen, t, g, e, m):
             return
-        acked = int(engine.acked(flows).sum())
+        acked = int(engine.acked(flows).sum()) if e is not None else 0  # before _apply credits anything
         if e is not None and self._apply(engine, k, g, e, m):
             self._jump_entry[k] = (e.digest, acked)
             self.counters["memo_hits"] += 1

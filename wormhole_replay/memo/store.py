@@ -409,7 +409,7 @@ class MemoStore:
         with self._write() as conn:
             conn.execute(stmt, rows)
 
-    def top_entries(self, n: int, fingerprint: str | None = None) -> list[dict]:
+    def top_entries(self, n: int) -> list[dict]:
         """The ``n`` entries that carried runs the most (by simulated time jumped, then hits): kind,
         fingerprint, flows, hits, time and bytes jumped, last use."""
         self._require_current()
@@ -417,8 +417,6 @@ class MemoStore:
         q = (sa.select(t.c.digest, t.c.kind, t.c.fingerprint, t.c.n_vertices, t.c.hits, t.c.jumped_ns, t.c.jumped_bytes,
                        t.c.last_used_at)
              .where(t.c.hits > 0).order_by(t.c.jumped_ns.desc(), t.c.hits.desc(), t.c.id).limit(n))
-        if fingerprint is not None:
-            q = q.where(t.c.fingerprint == fingerprint)
         with self._read() as conn:
             return [{"digest": r.digest, "kind": r.kind, "fingerprint": r.fingerprint, "flows": r.n_vertices,
                      "hits": r.hits, "jumped_ns": int(r.jumped_ns), "jumped_bytes": int(r.jumped_bytes),
