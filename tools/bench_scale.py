@@ -7,7 +7,10 @@ of 6.5 GB and all-gather of 3.2 GB per rank) and a DDP GPT-13B iteration (``gen 
 --gpus 128 --tp 8 --pp 2 --microbatches 4``: 25 MB buckets), each on a rail fabric and on a k=8
 fat-tree, and an MoE iteration (``gen moe --model mixtral-8x7b --gpus 128 --tp 2 --ep 8``) on the
 fat-tree; and, wormhole mode only, a 1024-GPU GPT-175B iteration (``gen gpt --model gpt-175b
---gpus 1024 --tp 8 --pp 8``) on a k=16 fat-tree, checked against 15 minutes and 4 GB.
+--gpus 1024 --tp 8 --pp 8``) on a k=16 fat-tree, checked against 15 minutes and 4 GB.  ``ddp16`` is
+the same contention in minutes, to try a mechanism on before the big rows: the DDP GPT-13B cut to 4
+layers on 16 GPUs (TP 2, DP 8: two rings of 8 flows of 39 MB per step, whose flows collide under
+ECMP on ``fat-tree:k=4,gpus_per_server=2`` and take 4-8.5 ms against 3.3 ms alone).
 
 Every run is the ``wormhole-replay`` command in a fresh process (its wall time and peak RSS
 measured), so the figures are what a user gets.  Full runs (10-60 minutes each here) and their
@@ -26,6 +29,7 @@ mean FCT within 1% always.
     python tools/bench_scale.py --only moe --memo              # wormhole with a fresh memo database
     python tools/bench_scale.py --only aicb --fluid            # wormhole with fluid flows (--ff-fluid)
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
+    python tools/bench_scale.py --only ddp16 [--fluid]         # contention in minutes
 """
 
 from __future__ import annotations
@@ -47,13 +51,16 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 AICB = REPO.parent / "shared" / "external-traces" / "aicb" / "G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
 TOPOLOGIES = {"rail": "rail:servers=16,gpus_per_server=8", "fat-tree": "fat-tree:k=8,gpus_per_server=8",
-              "fat-tree-16": "fat-tree:k=16,gpus_per_server=8"}
+              "fat-tree-16": "fat-tree:k=16,gpus_per_server=8", "fat-tree-4": "fat-tree:k=4,gpus_per_server=2"}
 WORKLOADS = {  # name -> (how the trace is made, topologies)
     "aicb": (["import", "aicb", str(AICB), "--gpus", "128"], ("rail", "fat-tree")),
     "ddp": (["gen", "gpt", "--model", "gpt-13b", "--gpus", "128", "--tp", "8", "--pp", "2", "--microbatches", "4"],
             ("rail", "fat-tree")),
     "moe": (["gen", "moe", "--model", "mixtral-8x7b", "--gpus", "128", "--tp", "2", "--ep", "8"], ("fat-tree",)),
     "gpt175b": (["gen", "gpt", "--model", "gpt-175b", "--gpus", "1024", "--tp", "8", "--pp", "8"], ("fat-tree-16",)),
+    # the quick contended row: two DP rings of 8 colliding under ECMP, full run ~3 minutes here
+    "ddp16": (["gen", "gpt", "--model", "gpt-13b", "--layers", "4", "--gpus", "16", "--tp", "2", "--pp", "1",
+               "--microbatches", "1"], ("fat-tree-4",)),
 }
 WORMHOLE_ONLY = {"gpt175b"}  # its full run would take hours: checked against time and memory instead
 BOUNDS = {"fct_mean": 0.01, "fct_p99": 0.05, "iteration": 0.01}  # absolute; each widened to the noise floor

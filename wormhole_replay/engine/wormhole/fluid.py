@@ -228,6 +228,12 @@ def thaw_fluid(net, flows, events, cfg, state, parts, f, early):
     ft[f, FT_NEXT_AVAIL] = now
     _shift_flow_packets(net, flows, f, b)
     ft[f, FT_FLUID_FIRST] = ft[f, FT_SND_NXT]  # its reservation goes as its first new packet goes (on_transmit)
+    # ... except at its own NIC, now: there its packets wait behind the NIC's ACKs, which a link
+    # still reserved would serve so slowly that they never ran out (measured: two thawed flows of
+    # one host sent nothing for 2.4 ms, +34% FCT)
+    if ft[f, FT_RESV] & 1:
+        reserve(net, flows.paths[ft[f, FT_DPATH]], -_share(cfg, rate, True), now)
+        ft[f, FT_RESV] &= ~np.int64(1)
     state[ST_WH_EV_SKIPPED] += (b // payload) * 2 * (ports_end(flows, f) - ft[f, FT_DPATH])
     for t in range(T_TIMERS):
         _unpark(events, qp_slot(cfg, f, t), shift)
