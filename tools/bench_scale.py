@@ -14,7 +14,8 @@ ECMP on ``fat-tree:k=4,gpus_per_server=2`` and take 4-8.5 ms against 3.3 ms alon
 
 Every run is the ``wormhole-replay`` command in a fresh process (its wall time and peak RSS
 measured), so the figures are what a user gets.  Full runs (10-60 minutes each here) and their
-noise-floor draws (the same run with one compute op 1 ns longer, as ``audit --noise-floor``) are
+noise-floor draws (``--noise-floor N``: the same run with one compute op 1 ns, 10 ns, 100 ns, 1 us
+longer, as ``audit --noise-floor N``; each statistic at its widest over the draws) are
 cached under ``--cache`` in a folder named by a digest of their inputs (trace, topology, CC, the
 package version): a later run of this tool reuses them, and its speedups then compare a cached
 full wall time with a fresh one, which is only fair on a quiet machine (``events avoided`` does
@@ -126,15 +127,15 @@ def replay(cache: Path, trace_path: Path, topo: str, cc: str, mode: str, extra=(
     return {**measure, "dir": d, "cached": False}
 
 
-def perturbed(cache: Path, trace_path: Path) -> Path:
-    """The trace with one compute op 1 ns longer (the noise floor's draw, as ``audit``)."""
+def perturbed(cache: Path, trace_path: Path, delay_ns: int = 1) -> Path:
+    """The trace with one compute op ``delay_ns`` longer (a noise-floor draw, as ``audit``)."""
     from wormhole_replay.audit.compare import perturb_ops
     from wormhole_replay.workload.trace import Trace, load_trace, save_trace
 
-    path = trace_path.with_name(trace_path.stem + "-noise.parquet")
+    path = trace_path.with_name(trace_path.stem + ("-noise.parquet" if delay_ns == 1 else f"-noise-{delay_ns}ns.parquet"))
     if not path.is_file():
         t = load_trace(trace_path)
-        ops, _ = perturb_ops(t.ops, 1)
+        ops, _ = perturb_ops(t.ops, delay_ns)
         save_trace(Trace(ops, t.meta), path.with_suffix(".tmp"))
         path.with_suffix(".tmp").rename(path)
     return path
@@ -154,7 +155,7 @@ def errors(full: dict, other: dict) -> dict:
             "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
 
 
-def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: bool, fluid: bool = False) -> dict:
+def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False) -> dict:
     t = trace(cache, name, scale)
     wormhole = replay(cache, t, topo, cc, "wormhole", (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()))
     out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
@@ -169,10 +170,13 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
     out.update({"full_s": full["wall_s"], "full_cached": full["cached"], "full_events": full["events"],
                 "speedup": full["wall_s"] / wormhole["wall_s"],
                 "events_avoided": 1 - wormhole["events"] / full["events"], **errors(full, wormhole)})
+    from wormhole_replay.audit.compare import DRAW_DELAYS_NS
+
     floor = {}
-    if noise:
-        floor = errors(full, replay(cache, perturbed(cache, t), topo, cc, "full", key="noise-1ns"))
-        out.update({f"noise_{k}": v for k, v in floor.items()})
+    for delay in DRAW_DELAYS_NS[:noise]:  # each statistic at its widest over the draws, as audit's
+        draw = errors(full, replay(cache, perturbed(cache, t, delay), topo, cc, "full", key=f"noise-{delay}ns"))
+        floor = {k: max(abs(v), floor.get(k, 0.0)) for k, v in draw.items()}
+    out.update({f"noise_{k}": v for k, v in floor.items()})
     beyond = [k for k, bound in BOUNDS.items() if out[k] is not None and out[k] > max(bound, floor.get(k) or 0.0)]
     if abs(out["mean_fct"]) > 0.01:
         beyond.append("mean_fct")
@@ -189,7 +193,9 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="divide every collective's bytes by this (default 1)")
     ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
     ap.add_argument("--fluid", action="store_true", help="wormhole runs with fluid flows (--ff-fluid)")
-    ap.add_argument("--no-noise-floor", action="store_true", help="skip the noise-floor runs")
+    ap.add_argument("--noise-floor", type=int, default=1, metavar="N", choices=range(0, 5),
+                    help="noise-floor draws per row, as audit's (the op 1 ns, 10 ns, 100 ns, 1 us longer; "
+                         "default 1, 0 for none)")
     ap.add_argument("--cache", type=Path, default=REPO / "out" / "bench-scale", help="where full runs are kept")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     a = ap.parse_args()
@@ -209,7 +215,7 @@ def main() -> int:
             if a.topology and topo not in a.topology:
                 continue
             for cc in a.cc:
-                r = row(a.cache, name, topo, cc, a.scale, a.memo, not a.no_noise_floor, a.fluid)
+                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid)
                 rows.append(r)
                 cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
                                   f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else
