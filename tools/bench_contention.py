@@ -8,10 +8,15 @@ and core links as data-parallel rings do under ECMP (issue 14's fat-tree rows, a
 of hundreds of thousands).  Per CC: full and wormhole events and wall time, events avoided,
 fast-forwards, per-flow FCT error (mean, max) and the mean FCT's error.
 
-``--trace`` follows the wormhole run's steadiness: about every millisecond, how many running flows
-have a full window, and how many of those pass the spread test (max - min within theta of the
-mean, one packet of resolution allowed) and the drift test (halves within theta / 4); and the gaps
-between flow completions (each one changes the partition and restarts its window).  Measured
+``--workload TRACE`` replays a native trace's first iteration on ``--topology`` instead of the
+rings (errors over its network flows), e.g. bench_scale's ``ddp16`` trace on
+``fat-tree:k=4,gpus_per_server=2``.
+
+``--trace`` follows the wormhole run's steadiness: about every millisecond, for each live partition
+of two flows or more, how many of its flows have a full window, and how many of those pass the
+spread test (max - min within theta of the mean, one packet of resolution allowed) and the drift
+test (halves within theta / 4); and the gaps between flow completions (each one changes the
+partition and restarts its window).  Measured
 2026-12-01 (``--trace``, 50 MB, strides 1 and 5 on ``fat-tree:k=4``): HPCC, one partition of 32
 flows, never frozen, 0% of events avoided; from 3 to 6 ms, when all 32 have full windows, at most 7
 pass the spread test (their samples spread by 6% of the mean, median, up to 12%) and 11-22 the
@@ -25,6 +30,7 @@ than ``min_jump``.
     python tools/bench_contention.py --size 200 --strides 1 3 5
     python tools/bench_contention.py --fluid                  # with fluid flows (--ff-fluid)
     python tools/bench_contention.py --cc hpcc --coupling     # whom a completion moves
+    python tools/bench_contention.py --cc hpcc --trace --workload ddp16.parquet --topology fat-tree:k=4,gpus_per_server=2
 
 ``--coupling`` asks, of the full run, what a partition-wide window restart assumes: after each
 completion, how many of the flows still running change their delivered rate (mean over 0.5-0.9 ms
@@ -50,6 +56,8 @@ from wormhole_replay.engine import layout as L
 from wormhole_replay.engine import simulate as engine_simulate
 from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.errors import InputError
+from wormhole_replay.replay import replay
+from wormhole_replay.workload.trace import load_trace
 from wormhole_replay.topology import build_topology
 from wormhole_replay.workload.flowfile import FlowSet
 
@@ -96,7 +104,7 @@ def coupling(progress: Progress, finish: np.ndarray, theta: float = 0.03) -> Non
 
 
 class Steadiness:
-    """``on_slice``: the window statistics of the running flows, about every millisecond."""
+    """``on_slice``: each live partition's window statistics, about every millisecond."""
 
     def __init__(self, every_ns: int = 1_000_000):
         self.every, self.next = every_ns, every_ns
@@ -106,32 +114,46 @@ class Steadiness:
         if now < self.next:
             return
         self.next = (now // self.every + 1) * self.every
-        ci, ft, sr = state.cfg.ints, state.flows.table, state.parts.samples
+        ci, ft, sr, wp = state.cfg.ints, state.flows.table, state.parts.samples, state.parts.table
         window, theta = int(ci[L.CI_WH_L]), float(state.cfg.floats[L.CF_WH_THETA])
         resolution = ci[L.CI_PAYLOAD] * 8e9 / ci[L.CI_WH_TAU]
         running = (ft[:, L.FT_STATE] > 0) & (ft[:, L.FT_FINISH] < 0)
-        full = np.where(running & (ft[:, L.FT_NSAMP] > window))[0]
-        spread_ok = drift_ok = 0
-        for f in full:
-            newest = int(ft[f, L.FT_NSAMP]) - 2  # the last sample written (samples are a ring)
-            w = sr[f, (newest - np.arange(window)[::-1]) % window]  # oldest first
-            mean = w.mean()
-            if mean <= 0:
-                continue
-            # the engine's two tests (steadiness._flat, jump.half_change), written out: its kernels
-            # are not callable from Python
-            spread_ok += w.max() - w.min() - resolution <= theta * mean
-            half = window // 2
-            drift_ok += abs(w[half:].mean() - w[:half].mean()) - resolution / half <= 0.25 * theta * mean
-        print(f"  {now / 1e6:6.2f} ms: {int(running.sum()):3d} running, {len(full):3d} with a full window, "
-              f"{spread_ok:3d} pass the spread test, {drift_ok:3d} the drift test", flush=True)
+        parts = []
+        for k in np.flatnonzero(wp[:, L.WP_STATE] == 1):  # live partitions
+            members, f = [], wp[k, L.WP_FLOWS]
+            while f >= 0:
+                members.append(f)
+                f = ft[f, L.FT_PNEXT]
+            full = [f for f in members if ft[f, L.FT_NSAMP] > window]
+            spread_ok = drift_ok = 0
+            for f in full:
+                newest = int(ft[f, L.FT_NSAMP]) - 2  # the last sample written (samples are a ring)
+                w = sr[f, (newest - np.arange(window)[::-1]) % window]  # oldest first
+                mean = w.mean()
+                if mean <= 0:
+                    continue
+                # the engine's two tests (steadiness._flat, jump.half_change), written out: its kernels
+                # are not callable from Python
+                spread_ok += w.max() - w.min() - resolution <= theta * mean
+                half = window // 2
+                drift_ok += abs(w[half:].mean() - w[:half].mean()) - resolution / half <= 0.25 * theta * mean
+            if len(members) > 1:
+                parts.append(f"{len(members)} flows, {len(full)} with a full window, {spread_ok} pass the spread "
+                             f"test, {drift_ok} the drift test")
+        print(f"  {now / 1e6:6.2f} ms: {int(running.sum()):3d} running; live partitions of 2 or more: "
+              + ("; ".join(parts) or "none"), flush=True)
 
 
-def run(flows: FlowSet, topology: str, cc: str, mode: str, on_slice=None, fluid: bool = False):
-    r = prepare_direct_run(topology, flows, cc, out=None)
-    r.fast_forward = fast_forward_for(mode, FastForward(fluid=True) if fluid else None)
+def run(source, topology: str, cc: str, mode: str, on_slice=None, fluid: bool = False):
+    """One run of ``source`` (a FlowSet, or a native trace file: its first iteration replayed)."""
+    ff = fast_forward_for(mode, FastForward(fluid=True) if fluid else None)
     t0 = time.perf_counter()
-    res = execute(r, on_slice=on_slice)
+    if isinstance(source, FlowSet):
+        r = prepare_direct_run(topology, source, cc, out=None)
+        r.fast_forward = ff
+        res = execute(r, on_slice=on_slice)
+    else:
+        res = replay(source, topology, cc, iterations=1, mode=mode, fast_forward=ff, on_slice=on_slice)
     return res, time.perf_counter() - t0
 
 
@@ -144,11 +166,15 @@ def main() -> int:
     ap.add_argument("--trace", action="store_true", help="follow the wormhole run's steadiness")
     ap.add_argument("--fluid", action="store_true", help="wormhole mode with fluid flows (--ff-fluid)")
     ap.add_argument("--coupling", action="store_true", help="how many flows each completion moves (full run)")
+    ap.add_argument("--workload", metavar="TRACE", help="a native trace file instead of the rings (its first "
+                                                         "iteration, on --topology)")
     a = ap.parse_args()
     try:
         if a.size <= 0 or any(s <= 0 for s in a.strides):
             raise InputError("--size and --strides must be positive")
-        flows = rings(a.topology, a.strides, a.size)
+        if a.workload and a.coupling:
+            raise InputError("--coupling follows the rings' flows only (every flow, every 2000 events)")
+        flows = load_trace(a.workload) if a.workload else rings(a.topology, a.strides, a.size)
         run(rings(a.topology, [1], 0.1), a.topology, "hpcc", "wormhole")  # compile first: neither mode pays
         for cc in [a.cc] if a.cc else ["hpcc", "dcqcn"]:
             progress = Progress() if a.coupling else None
@@ -164,17 +190,28 @@ def main() -> int:
                 print(f"{cc}: steadiness of the wormhole run")
             fast, t_fast = run(flows, a.topology, cc, "wormhole", Steadiness() if a.trace else None, a.fluid)
             engine_simulate.SLICE_EVENTS = 1_000_000
-            x, y = full.flows["fct_ns"].to_numpy(), fast.flows["fct_ns"].to_numpy()
+            net = ~full.flows["virtual"].to_numpy()  # network flows (a trace also has compute ops)
+            x, y = full.flows["fct_ns"].to_numpy()[net], fast.flows["fct_ns"].to_numpy()[net]
             err = np.abs(y - x) / x
             w = fast.counters["wormhole"]
-            done = np.sort(full.flows["finish_ns"].to_numpy())
-            print(f"{cc}: {len(x)} flows of {a.size:g} MB; full {full.counters['events'] / 1e6:.2f} M events "
+            done = np.sort(full.flows["finish_ns"].to_numpy()[net])
+            what = a.workload or f"flows of {a.size:g} MB"
+            print(f"{cc}: {len(x)} {what}; full {full.counters['events'] / 1e6:.2f} M events "
                   f"{t_full:.1f} s, wormhole {fast.counters['events'] / 1e6:.2f} M events {t_fast:.1f} s; "
                   f"events avoided {1 - fast.counters['events'] / full.counters['events']:.1%}, "
                   f"{w['fast_forwards']} fast-forwards, partitions_max {w['partitions_max']}; "
-                  f"FCT error mean {err.mean():.2%} max {err.max():.2%}, mean FCT {y.mean() / x.mean() - 1:+.2%}; "
+                  f"FCT error mean {err.mean():.2%} p99 {np.quantile(err, 0.99):.2%} max {err.max():.2%}, "
+                  f"mean FCT {y.mean() / x.mean() - 1:+.2%}; "
                   f"completions from {done[0] / 1e6:.2f} to {done[-1] / 1e6:.2f} ms, median gap "
                   f"{np.median(np.diff(done)) / 1e3:.0f} us (window {w['options']['window_ns'] / 1e3:.0f} us)",
+                  flush=True)
+            # who errs which way: flows fast-forwarded for most of their bytes against the others
+            signed = (y - x) / x
+            skipped = (fast.flows["fast_forwarded_bytes"] / fast.flows["size_bytes"].clip(lower=1)).to_numpy()[net]
+            groups = [("most of their bytes (> 60%)", skipped > 0.6), ("some", (skipped > 0) & (skipped <= 0.6)),
+                      ("none", skipped == 0)]
+            print(f"{cc}: signed FCT error of flows fast-forwarded for "
+                  + ", ".join(f"{name}: {int(m.sum())} flows, {signed[m].mean():+.2%}" for name, m in groups if m.any()),
                   flush=True)
     except InputError as e:
         print(f"bench_contention: {e}", file=sys.stderr)
