@@ -57,9 +57,9 @@ from wormhole_replay.engine import simulate as engine_simulate
 from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.errors import InputError
 from wormhole_replay.replay import replay
-from wormhole_replay.workload.trace import load_trace
 from wormhole_replay.topology import build_topology
 from wormhole_replay.workload.flowfile import FlowSet
+from wormhole_replay.workload.trace import load_trace
 
 MB = 1_000_000
 
@@ -145,7 +145,7 @@ class Steadiness:
 
 
 def run(source, topology: str, cc: str, mode: str, on_slice=None, fluid: bool = False):
-    """One run of ``source`` (a FlowSet, or a native trace file: its first iteration replayed)."""
+    """One run of ``source``: a FlowSet, or a Trace (its first iteration replayed)."""
     ff = fast_forward_for(mode, FastForward(fluid=True) if fluid else None)
     t0 = time.perf_counter()
     if isinstance(source, FlowSet):
@@ -195,7 +195,7 @@ def main() -> int:
             err = np.abs(y - x) / x
             w = fast.counters["wormhole"]
             done = np.sort(full.flows["finish_ns"].to_numpy()[net])
-            what = a.workload or f"flows of {a.size:g} MB"
+            what = f"network flows of {a.workload}" if a.workload else f"flows of {a.size:g} MB"
             print(f"{cc}: {len(x)} {what}; full {full.counters['events'] / 1e6:.2f} M events "
                   f"{t_full:.1f} s, wormhole {fast.counters['events'] / 1e6:.2f} M events {t_fast:.1f} s; "
                   f"events avoided {1 - fast.counters['events'] / full.counters['events']:.1%}, "
