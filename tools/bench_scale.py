@@ -170,12 +170,12 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
     out.update({"full_s": full["wall_s"], "full_cached": full["cached"], "full_events": full["events"],
                 "speedup": full["wall_s"] / wormhole["wall_s"],
                 "events_avoided": 1 - wormhole["events"] / full["events"], **errors(full, wormhole)})
-    from wormhole_replay.audit.compare import DRAW_DELAYS_NS
+    from wormhole_replay.audit.compare import DRAW_DELAYS_NS, widest
 
-    floor = {}
-    for delay in DRAW_DELAYS_NS[:noise]:  # each statistic at its widest over the draws, as audit's
-        draw = errors(full, replay(cache, perturbed(cache, t, delay), topo, cc, "full", key=f"noise-{delay}ns"))
-        floor = {k: max(abs(v), floor.get(k, 0.0)) for k, v in draw.items()}
+    draws = [errors(full, replay(cache, perturbed(cache, t, delay), topo, cc, "full", key=f"noise-{delay}ns"))
+             for delay in DRAW_DELAYS_NS[:noise]]
+    # each statistic at its widest over the draws, as audit's (the mean FCT's by its size)
+    floor = widest([{"e": {k: None if v is None else abs(v) for k, v in d.items()}} for d in draws])["e"] if draws else {}
     out.update({f"noise_{k}": v for k, v in floor.items()})
     beyond = [k for k, bound in BOUNDS.items() if out[k] is not None and out[k] > max(bound, floor.get(k) or 0.0)]
     if abs(out["mean_fct"]) > 0.01:
