@@ -207,6 +207,38 @@ def test_contended_flows_stay_within_the_accuracy_bounds():
         _assert_all_delivered(fast, flows)
 
 
+def _jumps_of(res, flows_set):
+    """Lengths (ns) of the jumps that froze exactly ``flows_set`` (from the run's journal)."""
+    j = res.memo.tables()["jumps"]
+    return np.array([e - s for s, e, f in zip(j["start_ns"], j["end_ns"], j["flows"]) if set(f) == flows_set])
+
+
+def test_a_contended_flow_that_releases_others_jumps_a_sixteenth_of_its_fct_at_a_time():
+    """Two flows into one receiver jump as one contended partition.  Alone, a jump may run to the
+    first flow's tail; once each releases a successor (a trace's DAG, where a completion that
+    moves moves every flow after it), each jump spans at most 1/16 of the flows' FCT
+    (``FastForward.releaser_share``), and the run stays within the bounds."""
+    pairs, sizes = [(1, 0), (5, 0)], [25 * MB, 25 * MB]
+    free = _flows(pairs, sizes, [0, 0])
+    releasing = _flows(pairs + [(0, 2), (0, 3)], sizes + [MB, MB], [0] * 4, deps=[[], [], [0], [1]])
+    runs = {}
+    for name, flows in (("free", free), ("releasing", releasing)):
+        run = prepare_direct_run(TOPO, flows, "hpcc", out=None)
+        run.fast_forward, run.journal = FF, True
+        runs[name] = execute(run)
+    fct = runs["free"].flows["fct_ns"].to_numpy()[:2].min()
+    assert _jumps_of(runs["free"], {0, 1}).max() > fct / 16
+    jumps = _jumps_of(runs["releasing"], {0, 1})
+    assert len(jumps) >= 2 and jumps.max() <= 1.02 * runs["releasing"].flows["fct_ns"].to_numpy()[:2].min() / 16
+    full = simulate(TOPO, releasing, cc="hpcc", mode="full")
+    _assert_within_bounds(full, runs["releasing"])
+    _assert_all_delivered(runs["releasing"], releasing)
+    # --ff-releaser-share 1: no cap, the jumps of the flows without successors
+    run = prepare_direct_run(TOPO, releasing, "hpcc", out=None)
+    run.fast_forward, run.journal = replace(FF, releaser_share=1.0), True
+    assert _jumps_of(execute(run), {0, 1}).max() > fct / 16
+
+
 # short flows into host 0 (and a compute op releasing one more) that all finish within the first
 # millisecond, beside two long flows that a window of 800 us lets jump only later
 EARLY = dict(pairs=[(1, 0), (2, 0), (3, 0), (5, 4), (9, 13), (-1, 1), (1, 6), (10, 0)],
@@ -281,8 +313,9 @@ def test_cli_modes_give_tables_of_the_same_shape(tmp_path, capsys):
     assert list(a.columns) == list(b.columns) and (a["flow_id"] == b["flow_id"]).all()
 
 
-def test_bad_fast_forward_options_are_one_line_errors(tmp_path, capsys):
-    rc = main(["simulate", "--topology", TOPO, "--flows", "nowhere.txt", "--cc", "hpcc", "--ff-theta", "2"])
+@pytest.mark.parametrize("option", [["--ff-theta", "2"], ["--ff-releaser-share", "0"], ["--ff-releaser-share", "1.5"]])
+def test_bad_fast_forward_options_are_one_line_errors(tmp_path, capsys, option):
+    rc = main(["simulate", "--topology", TOPO, "--flows", "nowhere.txt", "--cc", "hpcc", *option])
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error" in err

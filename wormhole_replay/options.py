@@ -28,6 +28,9 @@ def add_wormhole_options(p) -> None:
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
+    g.add_argument("--ff-releaser-share", type=float, metavar="X", help="a contended jump of a flow that releases "
+                   "others (a trace's DAG) spans at most this share of its FCT (1/16; 1: no cap, for a workload whose "
+                   "noise floor, audit --noise-floor, allows it)")
     fluid = g.add_mutually_exclusive_group()
     fluid.add_argument("--ff-fluid", action="store_true", help="also fast-forward steady flows one by one inside a "
                        "partition that is not steady as a whole (fluid flows, engine/wormhole/fluid.py): faster where "
@@ -60,6 +63,7 @@ def fast_forward_options(args):
     except ValueError as e:
         raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
     given = {"theta": args.ff_theta, "samples": args.ff_samples, "window_ns": window, "tail_ns": tail,
+             "releaser_share": args.ff_releaser_share,
              "fluid": False if getattr(args, "ff_no_fluid", False) else True if getattr(args, "ff_fluid", False) else None}
     return FastForward(**{k: v for k, v in given.items() if v is not None})
 

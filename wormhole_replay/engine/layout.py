@@ -246,7 +246,8 @@ CF_U_TARGET = 4
 CF_RATE_FIRST_CNP = 5
 CF_DCTCP_RATE_AI = 6
 CF_WH_THETA = 7  # steadiness threshold on (max - min) / mean of the window's rate samples
-CF_LEN = 8
+CF_WH_RELEASER = 8  # a contended jump of a flow that releases others: at most this share of its FCT
+CF_LEN = 9
 
 # --- mutable scalars: state ----------------------------------------------------------------------
 ST_NOW = 0

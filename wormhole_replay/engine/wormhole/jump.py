@@ -16,12 +16,12 @@ HPCC's INT timestamps) shift by ``J``, so the CC resumes where it left off.
 import numpy as np
 
 from ..kernel import entry, kernel
-from ..layout import (CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP, CI_WH_TAIL,
-                      CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH,
-                      FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
-                      FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT,
-                      FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE, PK_FLOW, PK_INT,
-                      PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_LN_HEAD,
+from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP, CI_WH_TAIL,
+                      CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH, FT_FLUID,
+                      FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT, FT_READY,
+                      FT_START, FT_SUCC, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED,
+                      FT_SND_NXT, FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE, PK_FLOW,
+                      PK_INT, PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_LN_HEAD,
                       PT_NODE, PT_PNEXT, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
@@ -109,7 +109,8 @@ def freeze(net, flows, events, cfg, state, parts, k, n):
     # partition frozen after a short window is settled: no share can drift, and only a flow's tail
     # or an arrival ends the jump
     cap = 2 * wp[k, WP_CAP] if confirmed else ci[CI_WH_CAP]
-    if n < l:
+    contended = n >= l
+    if not contended:
         cap = NEVER // 4
     if cap > NEVER // 4:
         cap = NEVER // 4
@@ -119,20 +120,46 @@ def freeze(net, flows, events, cfg, state, parts, k, n):
         limit = DRIFT_BUDGET * theta * (n - half) * ci[CI_WH_TAU] / drift
         if limit < cap:
             cap = np.int64(limit)
-    return _plan(net, flows, events, cfg, state, parts, k, cap)
+    return _plan(net, flows, events, cfg, state, parts, k, cap, contended)
 
 
 @entry
 def freeze_known(net, flows, events, cfg, state, parts, k):
     """Freeze live partition k at the steady rates the caller set in ``FF_STEADY`` (a steady state
     the memo knows, recognised before a full window); False if a flow's tail is too near."""
-    return _plan(net, flows, events, cfg, state, parts, k, cfg.ints[CI_WH_CAP])
+    # not held to _releaser_cap: the memo's steady hits are measured apart (the +memo rows of
+    # tools/bench_wormhole.py, audit --spot-check)
+    return _plan(net, flows, events, cfg, state, parts, k, cfg.ints[CI_WH_CAP], False)
 
 
 @kernel
-def _plan(net, flows, events, cfg, state, parts, k, cap):
+def _releaser_cap(flows, cfg, state, f, left, rate):
+    """How long a contended jump may run for flow f: no limit unless f releases other flows, then
+    ``CF_WH_RELEASER`` (``FastForward.releaser_share``) of its expected FCT (time since it started plus its ``left`` bytes at
+    ``rate``).  Shares that settle by contention drift by up to theta over a jump, so f's
+    completion moves by up to theta x the jump, and with it the start of every flow it releases,
+    whose contention then changes: a timing error the DAG carries on and amplifies.  Measured on
+    ``bench_scale --only ddp16`` (HPCC; ring steps of 7-15 ms, the full run's noise floor 0.27% /
+    1.97% per-flow mean / p99): 11 contended jumps of 0.3-3.3 ms avoided 0.9% of events and put
+    per-flow FCTs 0.80% / 5.71% off (beyond the 5% p99 bound); a lone HPCC flow there settles to a
+    rate that depends on the few microseconds its neighbours ended earlier or later (84 or 89
+    Gb/s), so small shifts do not stay small.  At the default 1/16 a jump moves its flow's
+    completion by at most theta / 16 (0.19% at the default theta) of its FCT; a ring step of a
+    second may still jump for 1/16 s at a time."""
+    ft = flows.table
+    end = ft[f + 1, FT_SUCC] if f + 1 < ft.shape[0] else flows.successors.shape[0]
+    if ft[f, FT_SUCC] >= end:
+        return NEVER
+    started = ft[f, FT_READY] if ft[f, FT_READY] > ft[f, FT_START] else ft[f, FT_START]
+    return np.int64(cfg.floats[CF_WH_RELEASER] * (state[ST_NOW] - started + left * 8e9 / rate))
+
+
+@kernel
+def _plan(net, flows, events, cfg, state, parts, k, cap, hold_releasers):
     """Jump partition k at its flows' ``FF_STEADY`` rates (scaled so that no link carries more
-    than its rate) until the first flow reaches its tail, at most ``cap``; False if too soon."""
+    than its rate) until the first flow reaches its tail, at most ``cap`` (and, with
+    ``hold_releasers``, at most ``_releaser_cap`` of each flow that releases others); False if too
+    soon."""
     ci, wp, ft, ff, paths, load = cfg.ints, parts.table, flows.table, flows.rates, flows.paths, parts.scratch_floats
     payload = ci[CI_PAYLOAD]
     wire = (payload + ci[CI_DATA_HDR]) / payload
@@ -167,6 +194,8 @@ def _plan(net, flows, events, cfg, state, parts, k, cap):
         if r <= 0.0 or left <= 0.0:
             return False
         j_f = np.int64(left * 8e9 / r)
+        if hold_releasers:
+            j_f = min(j_f, _releaser_cap(flows, cfg, state, f, ft[f, FT_SIZE] - una, r))
         if j_f < jump:
             jump = j_f
         f = ft[f, FT_PNEXT]
