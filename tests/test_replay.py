@@ -115,6 +115,29 @@ def test_gpt_generator_layout_and_message_sizes():
         gpt_trace(MOE_PRESETS["mixtral-8x7b"], gpus=16, tp=2, dp=8, ep=3)
 
 
+def test_ddp_buckets_fill_tensor_by_tensor_as_pytorch_does():
+    """Gradients go into buckets as DDP's compute_bucket_assignment_by_size puts them: tensor by
+    tensor in backward order (each layer's MLP matrices, 4h^2, then its projection h^2 and QKV
+    3h^2), a bucket closing once it holds its limit: 1 MiB for the first, ``bucket_mb`` after."""
+    from wormhole_replay.workload.generators import GPT_PRESETS, GptShape, gpt_trace
+
+    shape = GptShape(layers=2, hidden=1024, seq=128, vocab=1024)
+    t = gpt_trace(shape, gpus=2, tp=1, pp=1, dp=2, bucket_mb=10)
+    sq = 1024 * 1024 * 2  # one h x h fp16 matrix: 2 MiB
+    buckets = t.ops[(t.ops["name"] == "dp_grad_bucket") & (t.ops["rank"] == 0)]
+    # layer 1: [4sq] alone (the first bucket, 1 MiB), [4sq + sq], then [3sq + layer 0's 4sq],
+    # [4sq + sq], [3sq + the embedding, 1024 x 1024 x 2 = sq]
+    assert buckets.bytes.tolist() == [4 * sq, 5 * sq, 7 * sq, 5 * sq, 4 * sq]
+    # each is launched right after the backward compute that produced its last tensor
+    by_id = t.ops.set_index("op_id")
+    assert [by_id.loc[d, "name"] for (d,) in buckets.deps] == ["B_mlp_l1", "B_attn_l1", "B_mlp_l0", "B_attn_l0",
+                                                                "B_attn_l0"]
+    # at GPT-13B's TP 8 the buckets are about 25 MB (PyTorch's default cap): ring steps of 3.3 MB
+    big = gpt_trace(GPT_PRESETS["gpt-13b"], gpus=128, tp=8, pp=2, microbatches=1)
+    sizes = big.ops[(big.ops["name"] == "dp_grad_bucket") & (big.ops["rank"] == 0)].bytes
+    assert (sizes.iloc[:-1] == 26_214_400).all()
+
+
 def test_bundled_samples_replay(tmp_path):
     """The GPT and MoE samples in traces/ replay completely on 4 servers x 4 GPUs."""
     from pathlib import Path

@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
             k.add_argument("--ep", type=int, default=1, help="expert parallelism, dividing dp")
         k.add_argument("--microbatches", type=int, default=1)
         k.add_argument("--iterations", type=int, default=1)
-        k.add_argument("--bucket-mb", type=float, default=25.0, help="DP gradient bucket (MB)")
+        k.add_argument("--bucket-mb", type=float, default=25.0, help="DP gradient bucket cap in MiB, filled tensor by tensor as PyTorch DDP fills it (25)")
         k.add_argument("--tflops", type=float, default=150.0, help="sustained TFLOP/s per GPU for compute times")
         k.add_argument("-o", "--output", required=True, help="trace file to write (.parquet)")
 

@@ -15,9 +15,17 @@ Compute time is FLOPs / (``tflops`` per GPU): ``24*b*s*h^2 + 4*b*s^2*h`` per lay
 gradients backward (send/recv), in the 1F1B schedule: ``pp - p - 1`` warm-up forwards, then one
 forward and one backward in turn, then the remaining backwards.  Data-parallel gradients
 (``12*h^2`` parameters per layer, plus the ``V*h`` embedding on the first and last stages, fp16,
-divided by TP) are all-reduced in buckets of ``bucket_mb``, each launched as soon as the last
-micro-batch's backward has produced it (overlapped with the rest of the backward); the optimizer
-step waits for all of them, and the next iteration for the optimizer step.
+divided by TP) are all-reduced in buckets, each launched as soon as the last micro-batch's
+backward has produced it (overlapped with the rest of the backward); the optimizer step waits for
+all of them, and the next iteration for the optimizer step.  Buckets are filled as PyTorch DDP
+fills them (``compute_bucket_assignment_by_size``): gradient tensor by tensor in the order the
+backward produces them (a layer's MLP, its two ``4h^2`` matrices, then its attention, the
+output projection ``h^2`` and the fused QKV ``3h^2``; last the embedding), a bucket closing once it
+holds at least its limit: 1 MiB for an iteration's first bucket (DDP's ``first_bucket_bytes``),
+``bucket_mb`` after it.  So a tensor larger than the limit is a bucket of its own, and buckets
+close inside a layer: GPT-13B at TP 8 (128 GPUs, PP 2) gives all-reduces of 26.2 MB (the first:
+one MLP matrix), then 26.2 MB each (the other, then projection and QKV together), ring steps of
+3.3 MB over its DP 8.
 """
 
 from __future__ import annotations
@@ -78,11 +86,15 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
     fwd_ns = max(1, int(fwd_flops / (tflops * 1e12) * 1e9))
     half_fwd = max(1, fwd_ns // 2)  # attention and MLP halves
     layers_per_stage = shape.layers // pp
-    layer_grad_bytes = (4 if moe else 12) * h * h * 2 // tp  # MoE: attention only; experts apart
+    square = h * h * 2 // tp  # one h x h fp16 gradient matrix, split by TP
+    # gradient tensors in the order the backward produces them, per part of a layer (MoE: its
+    # experts are reduced apart, over their own group)
+    part_grads = {"mlp": () if moe else (4 * square, 4 * square), "attn": (square, 3 * square)}
     expert_grad_bytes = 8 * h * h * 2 * (shape.experts // ep) // tp if moe else 0
     a2a_bytes = b * s * h * 2 * shape.topk
     emb_grad_bytes = shape.vocab * h * 2 // tp
     bucket = int(bucket_mb * 1024 * 1024)
+    first_bucket = min(FIRST_BUCKET_BYTES, bucket)
 
     def rank(p, d, t):
         return (p * dp + d) * tp + t
@@ -122,8 +134,17 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
             last = before
             return oid
 
+        def produced(grad_bytes, it):
+            """A gradient tensor is ready: into the open bucket, launched once it is full."""
+            nonlocal ready, limit
+            ready += grad_bytes
+            if ready >= limit:
+                pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                                        group="dp", bytes=int(ready), algo="ring"))
+                ready, limit = 0, bucket
+
         for it in range(iterations):
-            ready = 0
+            ready, limit = 0, first_bucket
             for kind, mb in _one_f_one_b(pp, p, microbatches):
                 fwd = kind == "F"
                 if fwd and p > 0:
@@ -131,27 +152,26 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
                 if not fwd and p < pp - 1:
                     op(kind="recv", name=f"grad_mb{mb}", iteration=it, peer=_NEXT, bytes=act_bytes)
                 for layer in (range(layers_per_stage) if fwd else reversed(range(layers_per_stage))):
-                    for part in ("attn", "mlp"):
+                    for part in (("attn", "mlp") if fwd else ("mlp", "attn")):  # the backward runs in reverse
                         if moe and part == "mlp" and ep > 1:
                             op(kind="coll", name=f"{kind}_dispatch_l{layer}", iteration=it, coll="all_to_all",
                                group="ep", bytes=a2a_bytes, algo="direct")
                         work = half_fwd * (shape.topk if moe and part == "mlp" else 1)
                         op(kind="compute", name=f"{kind}_{part}_l{layer}", iteration=it, duration_ns=work if fwd else 2 * work)
+                        if not fwd and mb == microbatches - 1 and dp > 1:
+                            for grad_bytes in part_grads[part]:
+                                produced(grad_bytes, it)
+                        if not fwd and mb == microbatches - 1 and moe and part == "mlp" and dp // ep > 1:
+                            pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                                                    group="edp", bytes=int(expert_grad_bytes), algo="ring"))
                         if moe and part == "mlp" and ep > 1:
                             op(kind="coll", name=f"{kind}_combine_l{layer}", iteration=it, coll="all_to_all",
                                group="ep", bytes=a2a_bytes, algo="direct")
                         if tp > 1:
                             op(kind="coll", name=f"{kind}_{part}_tp_l{layer}", iteration=it, coll="all_reduce",
                                group="tp", bytes=act_bytes, algo="ring")
-                    if not fwd and mb == microbatches - 1 and dp > 1:
-                        ready += layer_grad_bytes + (emb_grad_bytes if layer == 0 and p == 0 else 0)
-                        if ready >= bucket:
-                            pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
-                                                    group="dp", bytes=int(ready), algo="ring"))
-                            ready = 0
-                    if not fwd and mb == microbatches - 1 and moe and dp // ep > 1:
-                        pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
-                                                group="edp", bytes=int(expert_grad_bytes), algo="ring"))
+                    if not fwd and mb == microbatches - 1 and dp > 1 and layer == 0 and p == 0:
+                        produced(emb_grad_bytes, it)  # the input embedding's, last of the backward
                 if fwd and p < pp - 1:
                     off_path(kind="send", name=f"act_mb{mb}", iteration=it, peer=_NEXT, bytes=act_bytes)
                 if not fwd and p > 0:
@@ -177,7 +197,7 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
     meta = dict(
         ranks=gpus, groups=groups, iterations=iterations,
         layout=dict(tp=tp, pp=pp, dp=dp, ep=ep, microbatches=microbatches, micro_batch_size=b),
-        provenance=dict(generator=f"wormhole-replay gen {name}", layers=shape.layers, hidden=h, seq=s,
+        provenance=dict(generator=f"wormhole-replay gen {name}", revision=REVISION, layers=shape.layers, hidden=h, seq=s,
                         vocab=shape.vocab, experts=shape.experts, topk=shape.topk, ep=ep, tflops=tflops,
                         bucket_mb=bucket_mb),
     )
@@ -185,6 +205,10 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
 
 
 _PREV, _NEXT = -2, -3  # pipeline peer roles in a stage's program
+# what the generator makes of the same arguments (the traces' provenance records it): 2 since its
+# DDP buckets are filled tensor by tensor (before: one bucket closed per layer)
+REVISION = 2
+FIRST_BUCKET_BYTES = 1024 * 1024  # PyTorch DDP's first_bucket_bytes (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
 
 def _one_f_one_b(pp: int, p: int, m: int) -> list[tuple[str, int]]:
