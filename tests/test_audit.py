@@ -25,8 +25,11 @@ SMALL_TOPO = "rail:servers=2,gpus_per_server=4"
 # The small trace's flows with a source port each (the reference's numbering) meet on shared links,
 # so its audit has transients to learn and a chaotic full run; with NCCL's connection ports (the
 # default) its rings never contend, the memo has nothing to learn and the noise floor is 0.  Three
-# iterations: the memo is hit 3 times (with two, never; measured 2026-12-01).
-CONTENDED = ("--ports", "flow")
+# iterations: the memo is hit 3 times (with two, never; measured 2026-12-01).  Its contended ring
+# steps release the next ones, so by default they jump at most 1/16 of their FCT, no jump is then a
+# window long, and the memo learns nothing: these audits lift that cap (``--ff-releaser-share 1``)
+# to test what they test (spot checks, hits named and traced) on a run with memo hits.
+CONTENDED = ("--ports", "flow", "--ff-releaser-share", "1")
 PLOTS = {"plot-fct-cdf", "plot-fct-scatter", "plot-iterations", "plot-collectives", "plot-timeline"}
 
 
@@ -487,13 +490,12 @@ def test_the_small_trace_audit_with_memo_hits_holds_the_mean_fct_bound(noise_aud
     assert abs(_mean_fct_error(out)) <= 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="engine accuracy: on the small trace with per-flow ports the accelerated "
-                   "run's mean per-flow FCT error exceeds both the absolute bound and the full run's own noise floor "
-                   "(measured 2026-12-01: mean 1.96% vs floor 1.24% with 045ec41, p99 9.6% vs 10.5%; with 6afacdc "
-                   "1.70% and p99 22.7%; the worst flows, 12.5 MB ring steps, were not themselves jumped)")
 def test_the_small_trace_audit_per_flow_errors_are_within_the_noise_floor(noise_audit):
     """Per statistic, the bound is the larger of the issue's (mean 1%, p99 5%) and the full
-    simulation's own noise floor (two draws)."""
+    simulation's own noise floor (two draws).  Measured 2026-12-01 (evening), with the generator's
+    per-tensor buckets (16 MB all-reduces, 4 MB ring steps): mean 3.89% against a floor of 11.8%,
+    p99 40.6% against 88.0%; with the layer-sized buckets before, it was beyond (mean 1.96% against
+    a floor of 1.24%) and this test a strict xfail."""
     _, audit = noise_audit
     fct, floor = audit["fct_error"], audit["noise_floor"]["fct_error"]
     assert fct["mean"] <= max(0.01, floor["mean"]) and fct["p99"] <= max(0.05, floor["p99"]), (fct, floor)
@@ -502,7 +504,7 @@ def test_the_small_trace_audit_per_flow_errors_are_within_the_noise_floor(noise_
 @pytest.fixture(scope="module")
 def long_ring_trace(tmp_path_factory):
     """One GPT-13B layer on 16 GPUs (TP 4 in a server, DP 4 across the rail), 800 MB buckets: the
-    benchmark's shape (tools/bench_wormhole.py) cut to a layer, whose DP ring steps run ~7 ms."""
+    benchmark's shape (tools/bench_wormhole.py) cut to a layer: DP ring steps of 13 and 58 MB."""
     import dataclasses
 
     from wormhole_replay.workload.generators import GPT_PRESETS, gpt_trace
@@ -517,20 +519,22 @@ def long_ring_trace(tmp_path_factory):
 @pytest.mark.parametrize("cc", ["hpcc", "dcqcn"])
 def test_a_gpt_layer_with_long_ring_steps_is_fast_forwarded_within_the_bounds(long_ring_trace, cc, tmp_path):
     """The headline at reduced scale: an audit with the issue's thresholds as a CI gate would set
-    them passes, having fast-forwarded most of the run.  Measured 2026-12-01 (HPCC / DCQCN): 97.0%
-    / 98.2% of events avoided in 24 steady jumps; per-flow FCT error mean 0.049% / 0.041%, p99 0.11%
-    / 0.08%; iteration time 0.009% / 0.011%; the noise floor (1 ns) is below 0.01% on every
-    statistic, so the absolute bounds decide.  Catches a jump crediting wrong bytes or landing at
-    the wrong time, and a change that stops jumping here (the events avoided)."""
+    them passes, having fast-forwarded most of the run.  Measured 2026-12-01 (evening, per-tensor
+    buckets: a first all-reduce of one MLP matrix, 52 MB, whose 13 MB ring steps are short, then
+    one of 232 MB; HPCC / DCQCN): 86.7% / 80.1% of events avoided in 36 / 24 steady jumps; per-flow
+    FCT error mean 0.039% / 0.016%, p99 0.11% / 0.03%; iteration time 0.036% / 0.023%.  (With
+    layer-sized buckets, one 157 MB all-reduce: 97.0% / 98.2%.)  The noise floor (1 ns) is below
+    0.01% on every statistic, so the absolute bounds decide.  Catches a jump crediting wrong bytes
+    or landing at the wrong time, and a change that stops jumping here (the events avoided)."""
     out = tmp_path / cc
     rc, stdout, stderr = _audit([str(long_ring_trace), "--topology", "rail:servers=4,gpus_per_server=4", "--cc", cc,
                                  "--out", str(out), "--max-mean-error", "1%", "--max-p99-error", "5%",
                                  "--max-iteration-error", "1%", "--json", "--quiet"])
     assert rc == 0, stderr
     audit = json.loads(stdout)
-    assert audit["passed"] and audit["fct_error"]["count"] == audit["flows"]["network"] == 96
+    assert audit["passed"] and audit["fct_error"]["count"] == audit["flows"]["network"] == 192
     ff = audit["fast_forward"]
-    assert ff["events_avoided"] >= 0.9 and ff["steady_jumps"] >= 16, ff
+    assert ff["events_avoided"] >= 0.75 and ff["steady_jumps"] >= 16, ff
     assert abs(_mean_fct_error(out)) <= 0.01
 
 

@@ -166,7 +166,8 @@ def _trace(tmp_path):
 def _replay(trace, out, db, *extra, env=None):
     cmd = [sys.executable, "-m", "wormhole_replay", "replay", str(trace), "--topology", "rail:servers=2,gpus_per_server=4",
            "--cc", "hpcc", "--out", str(out), "--memo-db", str(db), "--json", "--quiet", *extra,
-           "--ports", "flow"]  # a source port per flow: its rings contend, so there are transients to learn
+           "--ports", "flow",  # a source port per flow: its rings contend, so there are transients to learn
+           "--ff-releaser-share", "1"]  # ... which by default (their steps release the next) never jump a window
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
 
