@@ -88,7 +88,6 @@ def _digest(*parts) -> str:
 def trace(cache: Path, name: str, scale: float) -> Path:
     """The workload's trace file (made once, kept in the cache)."""
     from wormhole_replay import __version__
-
     from wormhole_replay.workload.generators import REVISION
 
     how = WORKLOADS[name][0]

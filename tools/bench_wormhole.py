@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wormhole_replay.audit.compare import DRAW_DELAYS_NS, perturb_ops
+from wormhole_replay.audit.compare import DRAW_DELAYS_NS, perturb_ops, widest
 from wormhole_replay.engine.fastforward import FastForward
 from wormhole_replay.errors import InputError
 from wormhole_replay.replay import replay
@@ -95,10 +95,10 @@ def main() -> int:
         if a.noise_floor:
             runs["floor"] = {"mode": "full"}
         for how, kw in runs.items():
-            if how == "floor":  # each statistic at its widest over the draws
+            if how == "floor":  # each statistic at its widest over the draws, as audit's
                 draws = [compare(full, replay(Trace(perturb_ops(trace.ops, d)[0], trace.meta), TOPOLOGY, a.cc, **kw))
                          for d in DRAW_DELAYS_NS[:a.noise_floor]]
-                r = {k: max(d[k] for d in draws) if k.startswith(("fct_", "iteration")) else draws[0][k] for k in draws[0]}
+                r = widest([{"floor": d} for d in draws])["floor"]
             else:
                 r = compare(full, replay(trace, TOPOLOGY, a.cc, **{"mode": "wormhole", **kw}))
             speed = "-" if how == "floor" else f"{r['speedup']:.1f}x"  # a full run against a full run

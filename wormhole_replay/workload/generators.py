@@ -134,13 +134,16 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
             last = before
             return oid
 
+        def reduce_grads(group, grad_bytes, it):  # a gradient all-reduce, overlapped with the backward
+            pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
+                                    group=group, bytes=int(grad_bytes), algo="ring"))
+
         def produced(grad_bytes, it):
             """A gradient tensor is ready: into the open bucket, launched once it is full."""
             nonlocal ready, limit
             ready += grad_bytes
             if ready >= limit:
-                pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
-                                        group="dp", bytes=int(ready), algo="ring"))
+                reduce_grads("dp", ready, it)
                 ready, limit = 0, bucket
 
         for it in range(iterations):
@@ -162,8 +165,7 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
                             for grad_bytes in part_grads[part]:
                                 produced(grad_bytes, it)
                         if not fwd and mb == microbatches - 1 and moe and part == "mlp" and dp // ep > 1:
-                            pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
-                                                    group="edp", bytes=int(expert_grad_bytes), algo="ring"))
+                            reduce_grads("edp", expert_grad_bytes, it)
                         if moe and part == "mlp" and ep > 1:
                             op(kind="coll", name=f"{kind}_combine_l{layer}", iteration=it, coll="all_to_all",
                                group="ep", bytes=a2a_bytes, algo="direct")
@@ -178,8 +180,7 @@ def _gpt_trace(shape, gpus, tp, pp, dp, microbatches, iterations, bucket_mb, mic
                     off_path(kind="send", name=f"grad_mb{mb}", iteration=it, peer=_PREV, bytes=act_bytes)
             if dp > 1 and (ready > 0 or (p == pp - 1 and pp > 1 and emb_grad_bytes)):
                 extra = emb_grad_bytes if (p == pp - 1 and pp > 1) else 0
-                pending.append(off_path(kind="coll", name="dp_grad_bucket", iteration=it, coll="all_reduce",
-                                        group="dp", bytes=int(ready + extra), algo="ring"))
+                reduce_grads("dp", ready + extra, it)
             # the optimizer step waits for every gradient bucket of this rank
             op(kind="compute", name="optimizer", iteration=it, duration_ns=max(1, fwd_ns // 10), extra=pending)
             pending = []

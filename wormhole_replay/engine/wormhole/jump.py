@@ -16,13 +16,13 @@ HPCC's INT timestamps) shift by ``J``, so the CC resumes where it left off.
 import numpy as np
 
 from ..kernel import entry, kernel
-from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP, CI_WH_TAIL,
-                      CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH, FT_FLUID,
-                      FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT, FT_READY,
-                      FT_START, FT_SUCC, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED,
-                      FT_SND_NXT, FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE, PK_FLOW,
-                      PK_INT, PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_LN_HEAD,
-                      PT_NODE, PT_PNEXT, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
+from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP,
+                      CI_WH_TAIL, CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH,
+                      FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
+                      FT_READY, FT_START, FT_SUCC, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
+                      FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE,
+                      PK_FLOW, PK_INT, PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST,
+                      PT_LN_HEAD, PT_NODE, PT_PNEXT, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
 from ..share import service_rate
@@ -135,8 +135,8 @@ def freeze_known(net, flows, events, cfg, state, parts, k):
 @kernel
 def _releaser_cap(flows, cfg, state, f, left, rate):
     """How long a contended jump may run for flow f: no limit unless f releases other flows, then
-    ``CF_WH_RELEASER`` (``FastForward.releaser_share``) of its expected FCT (time since it started plus its ``left`` bytes at
-    ``rate``).  Shares that settle by contention drift by up to theta over a jump, so f's
+    ``CF_WH_RELEASER`` (``FastForward.releaser_share``) of its expected FCT (time since it started
+    plus its ``left`` bytes at ``rate``).  Shares that settle by contention drift by up to theta over a jump, so f's
     completion moves by up to theta x the jump, and with it the start of every flow it releases,
     whose contention then changes: a timing error the DAG carries on and amplifies.  Measured on
     ``bench_scale --only ddp16`` (HPCC; ring steps of 7-15 ms, the full run's noise floor 0.27% /
