@@ -103,6 +103,39 @@ def test_repeated_contention_hits_the_memo(tmp_path, cc, sizes):
         assert s["entries"] == w["memo_inserts"] and s["runs"] == 2
 
 
+def _ring_steps(rounds=4, size=3_000_000, hosts=4):
+    """A ring step repeated: each of ``hosts`` hosts of one leaf sends ``size`` to the next, all at
+    once, every 2 ms.  The flows share no switch port (each one's rate is its own CC's: a settled
+    partition), and each is shorter than a steadiness window (3 MB at 100 Gb/s: 240 us)."""
+    src = [h for _ in range(rounds) for h in range(hosts)]
+    dst = [(h + 1) % hosts for _ in range(rounds) for h in range(hosts)]
+    start = [r * 2_000_000 for r in range(rounds) for _ in range(hosts)]
+    return FlowSet.from_columns(src, dst, [size] * len(src), start)
+
+
+@pytest.mark.parametrize("cc", ["hpcc", "dcqcn"])
+def test_a_repeated_short_ring_step_hits_the_memo_from_its_first_packet(tmp_path, cc):
+    """The first step learns its course from its flows' first packet, the second is simulated to
+    confirm the entry (its flows delivered what a hit would have credited), and every later one
+    is a hit at the first packet, jumping over most of the step: more events skipped than without
+    the memo (measured 2026-12-01, of a full run's 384k events: HPCC 0 -> 181k, DCQCN 209k ->
+    282k), FCTs within the flow-file bounds of the full run (0.002% / 0.04% mean)."""
+    flows = _ring_steps()
+    full = api.simulate(TOPO, flows, cc, mode="full")
+    plain = api.simulate(TOPO, flows, cc)
+    run = api.simulate(TOPO, flows, cc, memo_db=tmp_path / "memo.sqlite")
+    w = run.counters["wormhole"]
+    assert w["memo_inserts"] >= 1 and w["memo_confirmed"] == 1 and w["memo_refuted"] == 0, w
+    hits = run.memo.tables()["memo_hits"]
+    assert sorted(hits["time_ns"]) == [4_000_000, 6_000_000]  # at the steps' first packets
+    # without the memo HPCC's steps are too short to jump at all, DCQCN's jump after a short window
+    assert w["events_skipped_estimate"] > 1.2 * plain.counters["wormhole"]["events_skipped_estimate"]
+    e = _fct_errors(full, run)
+    assert e.mean() <= 0.01 and e.max() <= 0.05, e
+    f, r = full.flows.fct_ns.to_numpy(float), run.flows.fct_ns.to_numpy(float)
+    assert abs(r.mean() / f.mean() - 1) <= 0.01
+
+
 def test_a_spot_checked_memo_hit_delivers_what_its_entry_says(tmp_path):
     """A memo hit simulated packet by packet instead of applied (``memo_spot_check``) delivers the
     bytes its entry predicted, to 1%: DCQCN's long flow climbing back after the short one left
@@ -140,16 +173,22 @@ def test_a_warm_run_equals_its_cold_run_where_the_memo_does_not_hit(tmp_path):
     assert sorted(e.digest for e in warm.memo.new_entries) == sorted(e.digest for e in cold.memo.new_entries)
 
 
-def test_fingerprints_keep_networks_apart(tmp_path):
-    """Entries learned on one network are never offered to another (here: another buffer size)."""
-    flows = _repeated(reps=2)
+@pytest.mark.parametrize("workload", ["contention", "ring steps"])
+def test_fingerprints_keep_networks_apart(tmp_path, workload):
+    """Entries learned on one network are never offered to another (here: another buffer size),
+    transients of contending flows and courses of settled ones alike: the run on the other network
+    starts from none of them and hits only what it learns itself."""
+    flows = _repeated(reps=2) if workload == "contention" else _ring_steps()
     db = tmp_path / "memo.sqlite"
     first = api.simulate(TOPO, flows, "hpcc", memo_db=db)
     assert first.counters["wormhole"]["memo_inserts"] >= 1
     cfg = tmp_path / "config.txt"
     cfg.write_text("BUFFER_SIZE 8\n")
     other = api.simulate(TOPO, flows, "hpcc", config=cfg, memo_db=db)
-    assert other.counters["wormhole"]["memo_entries_at_start"] == 0
+    w = other.counters["wormhole"]
+    assert w["memo_entries_at_start"] == 0
+    learned = {e.digest for e in other.memo.new_entries}
+    assert set(other.memo.tables()["memo_hits"]["digest"]) <= learned
     with MemoStore.open(str(db)) as store:
         assert len(store.stats()["by_fingerprint"]) == 2
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """The memo database across iterations and runs, in one process: full, cold and warm side by side.
 
-Replays a trace for N iterations three times (after a warm-up that compiles the kernels): in full,
-in wormhole mode on an empty memo database (cold), and again on the database the cold run filled
-(warm).  Prints per run the wall time, events, memo hits / lookups and FCT / iteration-time error
+Replays a trace for N iterations four times (after a warm-up that compiles the kernels): in full,
+in wormhole mode without a memo, on an empty memo database (cold), and again on the database the
+cold run filled (warm).  Prints per run the wall time, events, memo hits / lookups and FCT / iteration-time error
 against full; per iteration of each wormhole run its wall time and its memo hit rate (hits over
 transients looked up); and the warm run's largest difference from the cold one.
 
@@ -56,19 +56,20 @@ def main() -> int:
     run = dict(topology=a.topology, cc=a.cc, iterations=a.iterations)
     replay(trace, **{**run, "iterations": 1}, mode="wormhole", memo_db=str(Path(tmp.name) / "warm-up.sqlite"))
     full = replay(trace, **run, mode="full")
+    plain = replay(trace, **run)  # wormhole mode without a memo: what the memo adds is against this
     cold = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
     warm = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
     floor = replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full")
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
           f"{', shared prefixes memoized' if a.shared_prefixes else ''}")
-    print(f"{'run':6s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
+    print(f"{'run':7s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
           f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s}")
-    for name, r in (("full", full), ("cold", cold), ("warm", warm)):
+    for name, r in (("full", full), ("no memo", plain), ("cold", cold), ("warm", warm)):
         c, w = r.counters, r.counters.get("wormhole", {})
         m, p99, it = errors(full, r)
         looked = w.get("memo_hits", 0) + w.get("memo_misses", 0) + w.get("memo_refused", 0)
-        print(f"{name:6s} {c['wall_seconds']:7.2f} {full.counters['wall_seconds'] / c['wall_seconds']:7.2f}x "
+        print(f"{name:7s} {c['wall_seconds']:7.2f} {full.counters['wall_seconds'] / c['wall_seconds']:7.2f}x "
               f"{c['events']:11,d} {w.get('memo_hits', 0):5d} {looked:7d} {w.get('memo_entries_at_start', 0):8d} "
               f"{m:12.2%} {p99:7.2%} {it:8.2%}")
     for name, r in (("cold", cold), ("warm", warm)):

@@ -197,14 +197,17 @@ def worst_flows(matched: pd.DataFrame, memo_hits: pd.DataFrame | None = None, ju
 def entries_by_error(matched: pd.DataFrame, memo_hits: pd.DataFrame | None, k: int = 10) -> pd.DataFrame:
     """Memo entries ranked by the FCT error of the flows they were applied to: ``digest, hits,
     flows, mean_error, max_error, worst_flow, first_time_ns`` (the worst ``k``, by the sum of their
-    flows' errors: a wrong entry puts every flow it is applied to off, while an innocent one applied
-    later to a few of those flows shares only their errors; ranking by the worst flow ties them)."""
+    flows' errors beyond the run's median error: a wrong entry puts every flow it is applied to
+    off, while an innocent one applied later to a few of those flows shares only their errors, and
+    one applied to hundreds of flows each as far off as the run's typical flow is not to blame;
+    ranking by the worst flow ties them)."""
     cols = ["digest", "hits", "flows", "mean_error", "max_error", "worst_flow", "first_time_ns"]
     h = by_flow(memo_hits, ["digest", "time_ns"])
     if not len(h):
         return pd.DataFrame(columns=cols)
     h["digest"] = h["digest"].astype(str)
     h = h.merge(matched[["flow_id", "error"]], on="flow_id", how="left")
+    typical = np.nanmedian(matched["error"].to_numpy(float)) if matched["error"].notna().any() else 0.0
     rows = []
     for d, g in h.groupby("digest", sort=False):
         e = g.drop_duplicates("flow_id")
@@ -213,9 +216,9 @@ def entries_by_error(matched: pd.DataFrame, memo_hits: pd.DataFrame | None, k: i
                      "mean_error": float(fin["error"].mean()) if len(fin) else np.nan,
                      "max_error": float(fin["error"].max()) if len(fin) else np.nan,
                      "worst_flow": int(fin.loc[fin["error"].idxmax(), "flow_id"]) if len(fin) else -1,
-                     "first_time_ns": int(g["time_ns"].min())})
-    t = pd.DataFrame(rows, columns=cols)
-    t["_sum"] = t["mean_error"] * t["flows"]
+                     "first_time_ns": int(g["time_ns"].min()),
+                     "_sum": float((fin["error"] - typical).sum())})
+    t = pd.DataFrame(rows, columns=cols + ["_sum"])
     t = t.sort_values(["_sum", "max_error", "digest"], ascending=[False, False, True], na_position="last",
                       ignore_index=True)
     return t.drop(columns="_sum").head(k)

@@ -72,6 +72,12 @@ class EngineView:
     def min_jump_ns(self) -> int:
         return int(self._e.cfg.ints[L.CI_WH_MIN_JUMP])
 
+    @property
+    def settled_min_jump_ns(self) -> int:
+        """The shortest jump of a partition with no shares to settle (one short window)."""
+        ci = self._e.cfg.ints
+        return min(int(ci[L.CI_WH_MIN_JUMP]), int(ci[L.CI_WH_SHORT]) * int(ci[L.CI_WH_TAU]))
+
     # ------------------------------------------------------------------ partitions
     def is_live(self, k: int) -> bool:
         return int(self._e.parts.table[k, L.WP_STATE]) == 1
@@ -122,6 +128,14 @@ class EngineView:
         ft, paths = self._e.flows.table, self._e.flows.paths
         return [paths[ft[f, L.FT_DPATH]:ft[f, L.FT_APATH]].tolist() for f in flows]
 
+    def crossed(self, flows) -> list[list[int]]:
+        """Each flow's data-path and ACK-path egress ports: where its packets meet others' (a
+        flow's data shares its NIC and the switch port before its receiver with ACKs of flows
+        going the other way, and HPCC's INT counts their bytes)."""
+        ft, paths = self._e.flows.table, self._e.flows.paths
+        n = ft.shape[0]
+        return [paths[ft[f, L.FT_DPATH]:(ft[f + 1, L.FT_DPATH] if f + 1 < n else len(paths))].tolist() for f in flows]
+
     def line_rates(self, flows) -> np.ndarray:
         return self._e.flows.rates[flows, L.FF_MAX_RATE]
 
@@ -135,6 +149,18 @@ class EngineView:
 
     def alphas(self, flows) -> np.ndarray:
         return self._e.flows.rates[flows, L.FF_ALPHA]
+
+    def reference_rates(self, flows) -> np.ndarray:
+        """HPCC's reference rate (the one its window is computed from)."""
+        return self._e.flows.rates[flows, L.FF_CUR_RATE]
+
+    def utilisations(self, flows) -> np.ndarray:
+        """HPCC's utilisation estimate of the flow's bottleneck (1: exactly full)."""
+        return self._e.flows.rates[flows, L.FF_U]
+
+    def increase_stages(self, flows) -> np.ndarray:
+        """HPCC's additive-increase stage (rate updates since it last cut)."""
+        return self._e.flows.table[flows, L.FT_INC_STAGE]
 
     def never_cut(self, flows) -> np.ndarray:
         """DCQCN: the flow has yet to receive its first CNP."""
@@ -180,12 +206,14 @@ class EngineView:
                                phases], axis=1)
 
     # ------------------------------------------------------------------ acts
-    def apply_transient(self, k: int, flows, credit_bytes, rates, cc, t_conv_ns: int, steady: bool) -> bool:
+    def apply_transient(self, k: int, flows, credit_bytes, rates, cc, t_conv_ns: int, steady: bool,
+                        min_jump_ns: int) -> bool:
         """Jump live partition k over a memoized transient of ``t_conv_ns``: ``flows[i]`` is
         credited ``credit_bytes[i]`` over it and (``steady``) goes on at ``rates[i]`` until the
         first flow's tail; ``cc`` (``[flow, CC_FIELDS]``, or None) is installed.  False, and
         nothing changed, if a flow would reach its tail inside the transient or the jump would be
-        shorter than ``min_jump_ns``."""
+        shorter than ``min_jump_ns`` (the view's ``min_jump_ns``, or ``settled_min_jump_ns`` for a settled
+        partition's course)."""
         e = self._e
         ft, ff = e.flows.table, e.flows.rates
         at = np.asarray(flows, np.int64)
@@ -199,7 +227,7 @@ class EngineView:
             ft[np.ix_(at, CC_COUNTERS)] = cc[:, nr:nr + nc].astype(np.int64)
         phases = (cc[:, nr + nc:] if cc is not None else np.zeros((len(at), 0))).astype(np.int64)
         if memo_jump(e.net, e.flows, e.events, e.cfg, e.state, e.parts, k, int(t_conv_ns), bool(steady), at,
-                     np.ascontiguousarray(phases)):
+                     np.ascontiguousarray(phases), int(min_jump_ns)):
             return True
         ff[at], ft[at] = saved_f, saved_i
         return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ..errors import InputError
+from .entry import KINDS
 
 ACTIONS = "stats, upgrade, export, import or prune"
 
@@ -41,7 +42,7 @@ def add_parser(subparsers, parser_class=None):
     p.add_argument("input", metavar="IN.json")
     p = action("prune", "remove entries matching every filter given (or --all)")
     p.add_argument("--fingerprint", metavar="FP", help="entries of this network fingerprint")
-    p.add_argument("--kind", choices=["transient", "steady"], help="entries of this kind")
+    p.add_argument("--kind", choices=list(KINDS), help="entries of this kind")
     p.add_argument("--older-than", type=float, metavar="DAYS", help="entries created more than DAYS days ago")
     p.add_argument("--unused-days", type=float, metavar="DAYS", help="entries neither used nor created in the last DAYS days")
     p.add_argument("--all", action="store_true", help="every entry")

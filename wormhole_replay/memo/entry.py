@@ -1,6 +1,6 @@
 """A memo entry as the engine, the store and the export format see it.
 
-Two kinds, both keyed by a canonical Flow Conflict Graph (``memo/fcg.py``) and a network
+Three kinds, each keyed by a canonical Flow Conflict Graph (``memo/fcg.py``) and a network
 fingerprint (``memo/fingerprint.py``):
 
 * ``transient``: ``key`` is the FCG when a partition's flows changed; ``value`` is
@@ -10,6 +10,13 @@ fingerprint (``memo/fingerprint.py``):
   it ended in a steady state, which a hit continues at ``rates``; false: a prefix, ended by a
   change), ``"pipe": [int per vertex]`` (bytes in flight at the end, up to one BDP) and
   ``"cc": [[16 numbers] per vertex]`` (the CC state and timer phases at the end).
+* ``course``: a transient of a partition with no shares to settle (``engine.wormhole.settled``),
+  keyed from the change on (often a flow's first packet) by its start FCG over data and ACK ports
+  with each vertex also weighted by the flow's base RTT, bytes left, bytes in flight and HPCC
+  state (``fcg.course_weight``); ``value`` as a transient's, with ``"in_flight": [int per
+  vertex]`` (bytes in flight where it began: a hit credits ``bytes + pipe - in_flight``, what the
+  course sent).  Its flows cannot contend, so the course is a function of their own state, path
+  and size.
 * ``steady``: ``key`` is the FCG with the steady rates as vertex weights; ``value`` is
   ``{"rates": [float per vertex]}`` (the unquantised rates, bits per second), optionally ``"cc"``.
 
@@ -26,7 +33,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-KINDS = ("transient", "steady")
+KINDS = ("transient", "steady", "course")
 CC_FIELDS = 16  # per-flow CC state a value may carry (engine/memo_view.py: CC_RATES, CC_COUNTERS, timer phases)
 
 
@@ -85,7 +92,7 @@ def validate(d: dict) -> MemoEntry:
     if not isinstance(rates, list) or len(rates) != n or not all(
             isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < 1e15 for r in rates):
         raise ValueError("value.rates must hold one positive rate per vertex")
-    if d["kind"] == "transient":
+    if d["kind"] in ("transient", "course"):
         b, t = val.get("bytes"), val.get("t_conv_ns")
         if not isinstance(b, list) or len(b) != n or not all(type(x) is int and x >= 0 for x in b):
             raise ValueError("value.bytes must hold one non-negative integer per vertex")
@@ -96,6 +103,9 @@ def validate(d: dict) -> MemoEntry:
     if "pipe" in val and (not isinstance(val["pipe"], list) or len(val["pipe"]) != n
                           or not all(type(x) is int and x >= 0 for x in val["pipe"])):
         raise ValueError("value.pipe must hold one non-negative integer per vertex")
+    if "in_flight" in val and (not isinstance(val["in_flight"], list) or len(val["in_flight"]) != n
+                               or not all(type(x) is int and x >= 0 for x in val["in_flight"])):
+        raise ValueError("value.in_flight must hold one non-negative integer per vertex")
     cc = val.get("cc")
     if cc is not None and (not isinstance(cc, list) or len(cc) != n or not all(
             isinstance(row, list) and len(row) == CC_FIELDS

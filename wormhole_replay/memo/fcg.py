@@ -17,6 +17,7 @@ hashing scheme (networkx changed its WL hashes in 3.5): entries of another schem
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -25,6 +26,8 @@ from networkx.algorithms.isomorphism import GraphMatcher
 RATE_LEVELS = 20  # vertex weight quantum: 1/20 of the flow's line rate
 WL_ITERATIONS = 3
 LINKS_MAX = 16  # edge weights: shared links (fewer than this) + LINKS_MAX x level
+COURSE_BASE = 10_000  # above every start-FCG weight (memo/session.py: _start_fcg)
+CC_LEVELS = (RATE_LEVELS + 1) * 41 * 8  # course keys: HPCC's reference rate, utilisation, stage
 MAX_VERTICES = 48  # larger partitions are not memoized: their isomorphism tests could explode
 SCHEME = f"fcg1-wl{WL_ITERATIONS}-q{RATE_LEVELS}-nx{'.'.join(nx.__version__.split('.')[:2])}"
 
@@ -81,6 +84,39 @@ def build(flows, links, weights, link_level=None) -> FCG:
                     level[pair] = max(level.get(pair, 0), link_level(x))
     edges = sorted([i, j, w + LINKS_MAX * level.get((i, j), 0)] for (i, j), w in shared.items())
     return FCG(list(flows), [int(w) for w in weights], edges)
+
+
+def size_level(left_bytes: int, packet: int) -> int:
+    """Bytes a flow has left, in quarter octaves of packets: a course entry learned on one flow
+    applies to another of the same level (up to 19% shorter: if its tail would come inside the
+    entry, the hit is refused)."""
+    return int(4 * math.log2(max(left_bytes, packet) / packet))
+
+
+def flight_level(in_flight_bytes: int, packet: int) -> int:
+    """Packets in flight in half octaves (1, 2, 3, 4-5, 6-7, 8-11, ...; 0 for none, at most 63):
+    where in its first round trip a flow is, or how full its pipe."""
+    n = -(-in_flight_bytes // packet)
+    if n <= 0:
+        return 0
+    b = n.bit_length()
+    half = (n >> (b - 2)) & 1 if b >= 2 else 0
+    return min(2 * b - 1 + half, 63)
+
+
+def hpcc_level(reference_rate: float, line_rate: float, utilisation: float, stage: int) -> int:
+    """HPCC's state beyond its rate, for course keys (below ``CC_LEVELS``): its reference rate,
+    utilisation estimate (1/20 steps, at most 2) and additive-increase stage (at most 7); a flow
+    recovering from contention and a lone one at the same rate differ there."""
+    return quantise(reference_rate, line_rate) + (RATE_LEVELS + 1) * (
+        min(int(round(utilisation * 20)), 40) + 41 * min(int(stage), 7))
+
+
+def course_weight(start_weight: int, base_rtt_ns: int, size: int, flight: int, cc: int) -> int:
+    """A course key's vertex weight: the start FCG's weight, the flow's base RTT (exact: a
+    fabric's RTTs are few), its ``size_level`` (below 256), ``flight_level`` (below 64) and the
+    level of the CC state the start FCG leaves out (``cc``, memo/session.py)."""
+    return start_weight + COURSE_BASE * (size + 256 * (flight + 64 * (cc + CC_LEVELS * base_rtt_ns)))
 
 
 def queue_level(qbytes: int, packet: int) -> int:

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..kernel import entry, kernel
 from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP,
-                      CI_WH_TAIL, CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT, FT_DPATH,
-                      FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT, FT_PNEXT,
-                      FT_READY, FT_START, FT_SUCC, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
+                      CI_WH_SHORT, CI_WH_TAIL, CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT,
+                      FT_DPATH, FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT,
+                      FT_PNEXT, FT_READY, FT_START, FT_SUCC, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
                       FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, INT_TIME_MOD, MAXHOP, ML_THAWED, NQ, NT_HOST, PK_ARRIVE,
                       PK_FLOW, PK_INT, PK_LEN, PK_NEXT, PK_NHOP, PK_SEQ, PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST,
                       PT_LN_HEAD, PT_NODE, PT_PNEXT, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
@@ -120,7 +120,17 @@ def freeze(net, flows, events, cfg, state, parts, k, n):
         limit = DRIFT_BUDGET * theta * (n - half) * ci[CI_WH_TAU] / drift
         if limit < cap:
             cap = np.int64(limit)
-    return _plan(net, flows, events, cfg, state, parts, k, cap, contended)
+    min_jump = ci[CI_WH_MIN_JUMP] if contended else settled_min_jump(cfg)
+    return _plan(net, flows, events, cfg, state, parts, k, cap, contended, min_jump)
+
+
+@kernel
+def settled_min_jump(cfg):
+    """The shortest jump of a settled partition: one short window (the time it takes to jump
+    again), or ``CI_WH_MIN_JUMP`` if that is shorter.  Its flows cannot contend, so a jump does not
+    perturb their shares, the reason a contended jump must span a window (fastforward.py)."""
+    ci = cfg.ints
+    return min(ci[CI_WH_MIN_JUMP], ci[CI_WH_SHORT] * ci[CI_WH_TAU])
 
 
 @entry
@@ -129,7 +139,7 @@ def freeze_known(net, flows, events, cfg, state, parts, k):
     the memo knows, recognised before a full window); False if a flow's tail is too near."""
     # not held to _releaser_cap: the memo's steady hits are measured apart (the +memo rows of
     # tools/bench_wormhole.py, audit --spot-check)
-    return _plan(net, flows, events, cfg, state, parts, k, cfg.ints[CI_WH_CAP], False)
+    return _plan(net, flows, events, cfg, state, parts, k, cfg.ints[CI_WH_CAP], False, cfg.ints[CI_WH_MIN_JUMP])
 
 
 @kernel
@@ -155,11 +165,11 @@ def _releaser_cap(flows, cfg, state, f, left, rate):
 
 
 @kernel
-def _plan(net, flows, events, cfg, state, parts, k, cap, hold_releasers):
+def _plan(net, flows, events, cfg, state, parts, k, cap, hold_releasers, min_jump):
     """Jump partition k at its flows' ``FF_STEADY`` rates (scaled so that no link carries more
     than its rate) until the first flow reaches its tail, at most ``cap`` (and, with
-    ``hold_releasers``, at most ``_releaser_cap`` of each flow that releases others); False if too
-    soon."""
+    ``hold_releasers``, at most ``_releaser_cap`` of each flow that releases others); False if
+    that is shorter than ``min_jump``."""
     ci, wp, ft, ff, paths, load = cfg.ints, parts.table, flows.table, flows.rates, flows.paths, parts.scratch_floats
     payload = ci[CI_PAYLOAD]
     wire = (payload + ci[CI_DATA_HDR]) / payload
@@ -201,7 +211,7 @@ def _plan(net, flows, events, cfg, state, parts, k, cap, hold_releasers):
         f = ft[f, FT_PNEXT]
     if jump > cap:
         jump = cap
-    if jump < ci[CI_WH_MIN_JUMP]:  # a tail too near, or rates still creeping: sample on instead
+    if jump < min_jump:  # a tail too near, or rates still creeping: sample on instead
         return False
     _jump(net, flows, events, cfg, state, parts, k, jump, cap)
     return True
@@ -236,14 +246,15 @@ def _jump(net, flows, events, cfg, state, parts, k, jump, cap):
 
 
 @entry
-def memo_jump(net, flows, events, cfg, state, parts, k, t_conv, steady, members, phases):
+def memo_jump(net, flows, events, cfg, state, parts, k, t_conv, steady, members, phases, min_jump):
     """Apply a memoized transient to live partition k: jump ``t_conv`` ns crediting each flow its
     ``FF_MEMO`` bytes and, if the transient ended ``steady``, on at its converged ``FF_STEADY``
     rate until the first flow reaches its tail (the caller has set both, and the flows' CC state
     at the transient's end).  ``members[i]``'s CC timers (QP slots 0..2) are set to fire
     ``phases[i, t]`` ns after the jump, or disarmed (-1); ``phases`` with no columns leaves them.
     False, and nothing changed, if a flow would reach its tail inside the transient (the entry
-    does not apply), or if the whole jump would be shorter than ``CI_WH_MIN_JUMP``."""
+    does not apply), or if the whole jump would be shorter than ``min_jump`` (``CI_WH_MIN_JUMP``,
+    or a short window for a settled partition's course: ``settled_min_jump``)."""
     ci, wp, ft, ff = cfg.ints, parts.table, flows.table, flows.rates
     payload = ci[CI_PAYLOAD]
     tail = ci[CI_WH_TAIL]
@@ -263,7 +274,7 @@ def memo_jump(net, flows, events, cfg, state, parts, k, t_conv, steady, members,
     cap = t_conv + ci[CI_WH_CAP]
     if jump > cap:
         jump = cap
-    if jump < ci[CI_WH_MIN_JUMP]:  # not worth the perturbation, as for a steady jump (fastforward.py)
+    if jump < min_jump:  # not worth the perturbation, as for a steady jump (fastforward.py)
         return False
     wp[k, WP_TCONV] = max(t_conv, 1)
     now = state[ST_NOW]
