@@ -133,8 +133,8 @@ class EngineView:
         flow's data shares its NIC and the switch port before its receiver with ACKs of flows
         going the other way, and HPCC's INT counts their bytes)."""
         ft, paths = self._e.flows.table, self._e.flows.paths
-        n = ft.shape[0]
-        return [paths[ft[f, L.FT_DPATH]:(ft[f + 1, L.FT_DPATH] if f + 1 < n else len(paths))].tolist() for f in flows]
+        ends = [ft[f + 1, L.FT_DPATH] if f + 1 < ft.shape[0] else len(paths) for f in flows]
+        return [paths[ft[f, L.FT_DPATH]:end].tolist() for f, end in zip(flows, ends)]
 
     def line_rates(self, flows) -> np.ndarray:
         return self._e.flows.rates[flows, L.FF_MAX_RATE]
@@ -212,8 +212,8 @@ class EngineView:
         credited ``credit_bytes[i]`` over it and (``steady``) goes on at ``rates[i]`` until the
         first flow's tail; ``cc`` (``[flow, CC_FIELDS]``, or None) is installed.  False, and
         nothing changed, if a flow would reach its tail inside the transient or the jump would be
-        shorter than ``min_jump_ns`` (the view's ``min_jump_ns``, or ``settled_min_jump_ns`` for a settled
-        partition's course)."""
+        shorter than ``min_jump_ns`` (the view's ``min_jump_ns``, or ``settled_min_jump_ns`` for a
+        settled partition's course)."""
         e = self._e
         ft, ff = e.flows.table, e.flows.rates
         at = np.asarray(flows, np.int64)
