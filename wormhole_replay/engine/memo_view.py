@@ -20,7 +20,7 @@ import numpy as np
 from . import layout as L
 from .queue import QN_TIME, QN_WHERE
 from .slots import CC_TIMERS, FLOW_SLOTS
-from .wormhole.jump import freeze_known, memo_jump
+from .wormhole.jump import freeze_known, memo_jump, settled_min_jump
 from .wormhole.steadiness import settled
 
 CC_RATES = (L.FF_RATE, L.FF_TARGET, L.FF_ALPHA, L.FF_CUR_RATE, L.FF_U)
@@ -75,8 +75,7 @@ class EngineView:
     @property
     def settled_min_jump_ns(self) -> int:
         """The shortest jump of a partition with no shares to settle (one short window)."""
-        ci = self._e.cfg.ints
-        return min(int(ci[L.CI_WH_MIN_JUMP]), int(ci[L.CI_WH_SHORT]) * int(ci[L.CI_WH_TAU]))
+        return int(settled_min_jump(self._e.cfg))
 
     # ------------------------------------------------------------------ partitions
     def is_live(self, k: int) -> bool:

@@ -124,7 +124,7 @@ def freeze(net, flows, events, cfg, state, parts, k, n):
     return _plan(net, flows, events, cfg, state, parts, k, cap, contended, min_jump)
 
 
-@kernel
+@entry
 def settled_min_jump(cfg):
     """The shortest jump of a settled partition: one short window (the time it takes to jump
     again), or ``CI_WH_MIN_JUMP`` if that is shorter.  Its flows cannot contend, so a jump does not
