@@ -140,7 +140,10 @@ def test_fluid_flows_in_the_skip_back_and_merge_cases_stay_within_the_bounds(cas
     c = SKIP_BACK if case == "skip-back" else MERGE
     flows = _flows(c["pairs"], c["sizes"], c["starts"], deps=c.get("deps"), duration_ns=c.get("duration_ns"))
     full, fast = _both(flows, ff=FF_FLUID)
-    assert fast.counters["wormhole"]["fluid_flows"] >= 1
+    w = fast.counters["wormhole"]
+    # since a contended partition may jump on its flows' mean rates (steadiness._stationary), the
+    # merged partition of the merge case jumps whole before any of its flows goes fluid
+    assert w["fluid_flows"] >= 1 if case == "skip-back" else w["fast_forwards"] >= 2
     _assert_within_bounds(full, fast, per_flow=0.01 if case == "skip-back" else 0.05)
     _assert_all_delivered(fast, flows)
 
@@ -205,6 +208,52 @@ def test_contended_flows_stay_within_the_accuracy_bounds():
         assert fast.counters["wormhole"]["fast_forwards"] >= 1, cc
         _assert_within_bounds(full, fast)  # measured 2026-12-01: max 0.17% (DCQCN), 0.08% (HPCC)
         _assert_all_delivered(fast, flows)
+
+
+# four flows from leaf 0 to leaf 1: ECMP puts flows 0, 2 and 3 on one spine, where they share a
+# link whose shares wander by several percent from sample to sample (HPCC), and flow 1 alone on the
+# other; flow 4 (host 12 into flow 0's receiver) arrives during a jump of the three
+SHARED = dict(pairs=[(0, 4), (1, 5), (2, 6), (3, 7), (12, 4)], sizes=[100 * MB] * 4 + [10 * MB],
+              starts=[0, 0, 0, 0, 17_000_000])
+
+
+def _journaled(flows, ff=None):
+    run = prepare_direct_run(TOPO, flows, "hpcc", out=None)
+    run.fast_forward, run.journal = ff or FastForward(), True
+    return execute(run)
+
+
+def test_a_contended_partition_jumps_on_its_mean_shares_and_conserves_its_bottleneck():
+    """Flows 0, 2 and 3 never pass the per-sample test together (before 2026-12-02 this case took one
+    jump); their window means hold, and so does what their link carries in all, so they jump at
+    those means (``steadiness._stationary``), each jump at most 1/16 of their FCT.  What the jumps
+    credit is what the shared link carries: the rate flow 1 gets alone on a link of the same speed.
+    Measured 2026-12-02: 5 jumps, per-flow FCT error 0.33% mean, 0.64% max, mean FCT -0.01%."""
+    flows = _flows(SHARED["pairs"][:4], SHARED["sizes"][:4], SHARED["starts"][:4])
+    full, fast = simulate(TOPO, flows, cc="hpcc", mode="full"), _journaled(flows)
+    assert fast.counters["wormhole"]["mean_jumps"] >= 3
+    j = fast.memo.tables()["jumps"]
+    shared = [set(f) == {0, 2, 3} for f in j["flows"]]
+    jumped_ns = float((j["end_ns"] - j["start_ns"])[shared].sum())
+    credited = float(fast.flows["fast_forwarded_bytes"].to_numpy()[[0, 2, 3]].sum())
+    alone = SHARED["sizes"][1] * 8 / full.flows["fct_ns"].to_numpy()[1]  # Gb/s, flow 1 alone at line rate
+    assert jumped_ns > 0 and credited * 8 / jumped_ns == pytest.approx(alone, rel=0.01)
+    _assert_within_bounds(full, fast, per_flow=0.02)
+    _assert_all_delivered(fast, flows)
+
+
+def test_a_flow_arriving_inside_a_jump_on_mean_shares_pulls_it_back():
+    """The case above with flow 4 arriving at 17 ms, inside the third jump of flows 0, 2 and 3 (the
+    jumps run 10.7-12.3, 13.4-15.0, 16.4-18.0 ms): the jump ends at the arrival.  Measured
+    2026-12-02: flow 4 -3.1%, the others within 0.8%, mean FCT -0.34%.  (Before, the case took two
+    jumps and flow 4 erred by -8.4%.)"""
+    flows = _flows(SHARED["pairs"], SHARED["sizes"], SHARED["starts"])
+    full, fast = simulate(TOPO, flows, cc="hpcc", mode="full"), _journaled(flows)
+    w = fast.counters["wormhole"]
+    assert w["skip_backs"] >= 1 and w["mean_jumps"] >= 2
+    assert fast.flows.loc[4, "start_ns"] == full.flows.loc[4, "start_ns"]
+    _assert_within_bounds(full, fast)
+    _assert_all_delivered(fast, flows)
 
 
 def _jumps_of(res, flows_set):

@@ -15,7 +15,8 @@ rings (errors over its network flows), e.g. bench_scale's ``ddp16`` trace on
 ``--trace`` follows the wormhole run's steadiness: about every millisecond, for each live partition
 of two flows or more, how many of its flows have a full window, and how many of those pass the
 spread test (max - min within theta of the mean, one packet of resolution allowed) and the drift
-test (halves within theta / 4); and the gaps between flow completions (each one changes the
+test (halves within theta / 4), and how many pass a mean jump's per-flow test (quarter means within
+2 theta, halves within theta / 2; the partition's total is held to theta besides); and the gaps between flow completions (each one changes the
 partition and restarts its window).  Measured
 2026-12-01 (``--trace``, 50 MB, strides 1 and 5 on ``fat-tree:k=4``): HPCC, one partition of 32
 flows, never frozen, 0% of events avoided; from 3 to 6 ms, when all 32 have full windows, at most 7
@@ -55,6 +56,7 @@ from wormhole_replay.api import execute, fast_forward_for, prepare_direct_run
 from wormhole_replay.engine import layout as L
 from wormhole_replay.engine import simulate as engine_simulate
 from wormhole_replay.engine.fastforward import FastForward
+from wormhole_replay.engine.wormhole.steadiness import SHARE_WANDER
 from wormhole_replay.errors import InputError
 from wormhole_replay.replay import replay
 from wormhole_replay.topology import build_topology
@@ -125,7 +127,7 @@ class Steadiness:
                 members.append(f)
                 f = ft[f, L.FT_PNEXT]
             full = [f for f in members if ft[f, L.FT_NSAMP] > window]
-            spread_ok = drift_ok = 0
+            spread_ok = drift_ok = quarter_ok = 0
             for f in full:
                 newest = int(ft[f, L.FT_NSAMP]) - 2  # the last sample written (samples are a ring)
                 w = sr[f, (newest - np.arange(window)[::-1]) % window]  # oldest first
@@ -136,10 +138,15 @@ class Steadiness:
                 # are not callable from Python
                 spread_ok += w.max() - w.min() - resolution <= theta * mean
                 half = window // 2
-                drift_ok += abs(w[half:].mean() - w[:half].mean()) - resolution / half <= 0.25 * theta * mean
+                drift = abs(w[half:].mean() - w[:half].mean()) - resolution / half
+                drift_ok += drift <= 0.25 * theta * mean
+                # a mean jump's per-flow test (steadiness._stationary at SHARE_WANDER x theta)
+                q = w[: 4 * (window // 4)].reshape(4, -1).mean(axis=1)
+                quarter_ok += (q.max() - q.min() - resolution / (window // 4) <= SHARE_WANDER * theta * mean
+                               and drift <= 0.25 * SHARE_WANDER * theta * mean)
             if len(members) > 1:
                 parts.append(f"{len(members)} flows, {len(full)} with a full window, {spread_ok} pass the spread "
-                             f"test, {drift_ok} the drift test")
+                             f"test, {drift_ok} the drift test, {quarter_ok} the mean test")
         print(f"  {now / 1e6:6.2f} ms: {int(running.sum()):3d} running; live partitions of 2 or more: "
               + ("; ".join(parts) or "none"), flush=True)
 

@@ -29,8 +29,8 @@ def add_wormhole_options(p) -> None:
                    "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
     g.add_argument("--ff-releaser-share", type=float, metavar="X", help="a contended jump of a flow that releases "
-                   "others (a trace's DAG) spans at most this share of its FCT (1/16; 1: no cap, for a workload whose "
-                   "noise floor, audit --noise-floor, allows it)")
+                   "others (a trace's DAG), or of any flow in a jump at mean shares, spans at most this share of its "
+                   "FCT (1/16; 1: no cap, for a workload whose noise floor, audit --noise-floor, allows it)")
     fluid = g.add_mutually_exclusive_group()
     fluid.add_argument("--ff-fluid", action="store_true", help="also fast-forward steady flows one by one inside a "
                        "partition that is not steady as a whole (fluid flows, engine/wormhole/fluid.py): faster where "

@@ -43,8 +43,10 @@ above its amplitude.  The defaults here follow that rule from the network actual
   Measured on a 12-layer version of the GPT benchmark (HPCC): 97.0% of events avoided with the cap,
   98.8% without, FCT error 0.04% mean both ways.
 * ``releaser_share``: 1/16.  A contended jump (after a full window) of a flow that releases other
-  flows (a trace's DAG) spans at most this share of that flow's expected FCT
-  (``wormhole.jump._releaser_cap``): its completion moves by up to theta x the jump, and every flow
+  flows (a trace's DAG), and every flow of a jump at mean shares (``wormhole.steadiness.
+  _stationary``: shares that wander sample by sample around means that hold), spans at most this
+  share of that flow's expected FCT
+  (``wormhole.jump._share_cap``): its completion moves by up to theta x the jump, and every flow
   it releases starts that much earlier or later.  Measured on ``tools/bench_scale.py --only
   ddp16`` (HPCC, ring steps of 7-15 ms on a k=4 fat-tree): without it 11 jumps avoided 0.9% of
   events and put the per-flow p99 at 5.71%, beyond the 5% bound and the run's noise floor (1.97%);
@@ -175,6 +177,7 @@ def counters(st: np.ndarray) -> dict:
         "splits": int(st[L.ST_WH_SPLITS]),
         "bookkeeping_events": int(st[L.ST_WH_EVENTS]),
         "memo_jumps": int(st[L.ST_WH_MEMO_JUMPS]),
+        "mean_jumps": int(st[L.ST_WH_MEAN_JUMPS]),
         "fluid_flows": int(st[L.ST_WH_FLUID]),
         "fluid_thawed_early": int(st[L.ST_WH_FLUID_THAWS]),
     }

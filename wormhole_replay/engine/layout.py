@@ -287,7 +287,8 @@ ST_WH_MEMO_JUMPS = 37  # jumps over a memoized transient
 ST_WH_FLUID = 38  # flows made fluid
 ST_WH_FLUID_NOW = 39  # flows fluid now
 ST_WH_FLUID_THAWS = 40  # fluid flows thawed before their planned end (a neighbour changed)
-ST_LEN = 41
+ST_WH_MEAN_JUMPS = 41  # fast-forwards at the window's mean rates of shares that wander (steadiness._stationary)
+ST_LEN = 42
 
 # --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---
 WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)
