@@ -33,6 +33,7 @@ mean FCT within 1% always.
     python tools/bench_scale.py --only aicb --fluid            # wormhole with fluid flows (--ff-fluid)
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
     python tools/bench_scale.py --only ddp16 [--fluid]         # contention in minutes
+    python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --mean-jumps --noise-floor 2
 """
 
 from __future__ import annotations
@@ -158,13 +159,16 @@ def errors(full: dict, other: dict) -> dict:
             "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
 
 
-def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False) -> dict:
+def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
+        mean_jumps: bool = False) -> dict:
     t = trace(cache, name, scale)
-    wormhole = replay(cache, t, topo, cc, "wormhole", (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()))
+    wormhole = replay(cache, t, topo, cc, "wormhole", (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ())
+                      + (("--ff-mean-jumps",) if mean_jumps else ()))
     out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
            "wormhole_rss_mb": wormhole["rss_mb"], "wormhole_events": wormhole["events"],
            "fast_forwards": (wormhole["wormhole"] or {}).get("fast_forwards"),
-           "fluid_flows": (wormhole["wormhole"] or {}).get("fluid_flows")}
+           "fluid_flows": (wormhole["wormhole"] or {}).get("fluid_flows"),
+           "mean_jumps": (wormhole["wormhole"] or {}).get("mean_jumps")}
     if name in WORMHOLE_ONLY:
         out["verdict"] = "within 15 min / 4 GB" if all(wormhole[k] <= v for k, v in LIMIT_1024.items()) else \
             "BEYOND 15 min / 4 GB"
@@ -196,6 +200,7 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="divide every collective's bytes by this (default 1)")
     ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
     ap.add_argument("--fluid", action="store_true", help="wormhole runs with fluid flows (--ff-fluid)")
+    ap.add_argument("--mean-jumps", action="store_true", help="wormhole runs with mean jumps (--ff-mean-jumps)")
     ap.add_argument("--noise-floor", type=int, default=1, metavar="N", choices=range(0, 5),
                     help="noise-floor draws per row, as audit's (the op 1 ns, 10 ns, 100 ns, 1 us longer; "
                          "default 1, 0 for none)")
@@ -218,7 +223,7 @@ def main() -> int:
             if a.topology and topo not in a.topology:
                 continue
             for cc in a.cc:
-                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid)
+                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps)
                 rows.append(r)
                 cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
                                   f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else

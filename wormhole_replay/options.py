@@ -31,6 +31,9 @@ def add_wormhole_options(p) -> None:
     g.add_argument("--ff-releaser-share", type=float, metavar="X", help="a contended jump of a flow that releases "
                    "others (a trace's DAG), or of any flow in a jump at mean shares, spans at most this share of its "
                    "FCT (1/16; 1: no cap, for a workload whose noise floor, audit --noise-floor, allows it)")
+    g.add_argument("--ff-mean-jumps", action="store_true", default=None, help="also jump contended partitions "
+                   "whose flows' shares wander sample by sample, at their window means, where each flow's and the "
+                   "partition's means hold (opt-in: see the README, 'Mean jumps')")
     fluid = g.add_mutually_exclusive_group()
     fluid.add_argument("--ff-fluid", action="store_true", help="also fast-forward steady flows one by one inside a "
                        "partition that is not steady as a whole (fluid flows, engine/wormhole/fluid.py): faster where "
@@ -63,7 +66,7 @@ def fast_forward_options(args):
     except ValueError as e:
         raise InputError(f"bad --ff-window / --ff-tail ({e})") from None
     given = {"theta": args.ff_theta, "samples": args.ff_samples, "window_ns": window, "tail_ns": tail,
-             "releaser_share": args.ff_releaser_share,
+             "releaser_share": args.ff_releaser_share, "mean_jumps": getattr(args, "ff_mean_jumps", None),
              "fluid": False if getattr(args, "ff_no_fluid", False) else True if getattr(args, "ff_fluid", False) else None}
     return FastForward(**{k: v for k, v in given.items() if v is not None})
 

@@ -235,7 +235,8 @@ CI_MEMO = 64  # memo log (stop with RUN_MEMO) bits: MEMO_ON partition events, ME
 # MEMO_SHORT short flat windows; Python sets the last two only while it has a use for them
 CI_WH_SHORT = 65  # samples that show a steady state where flows cannot contend, or one the memo knows
 CI_WH_FLUID = 66  # 1: steady flows inside a partition that is not steady may become fluid (wormhole/fluid)
-CI_LEN = 67
+CI_WH_MEAN = 67  # 1: a contended partition whose shares wander may jump at its window means (mean jumps)
+CI_LEN = 68
 
 # --- float configuration: cfg.floats -------------------------------------------------------------
 CF_EWMA = 0

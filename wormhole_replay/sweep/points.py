@@ -129,7 +129,7 @@ def _fast_forward(run: dict, cfg) -> dict | None:
         return None
     given = {"theta": run.get("ff_theta"), "samples": run.get("ff_samples"),
              "window_ns": _time_ns(run.get("ff_window"), "ff_window"), "tail_ns": _time_ns(run.get("ff_tail"), "ff_tail"),
-             "releaser_share": run.get("ff_releaser_share")}
+             "releaser_share": run.get("ff_releaser_share"), "mean_jumps": run.get("ff_mean_jumps")}
     given = {k: v for k, v in given.items() if v is not None}
     FastForward(**given).resolve(cfg.cc_mode, cfg.rp_timer, base_rtt_ns=1000)  # the RTT only sets defaults
     return given

@@ -75,6 +75,7 @@ RUN_FIELDS = {
     "ff_window": Field("str", "steadiness window, e.g. 1ms (--ff-window)"),
     "ff_tail": Field("str", "end of a flow always simulated, e.g. 16us (--ff-tail)"),
     "ff_releaser_share": Field("float", "share of a releasing flow's FCT a contended jump may span (--ff-releaser-share)"),
+    "ff_mean_jumps": Field("bool", "jump contended partitions at their flows' mean shares (--ff-mean-jumps)"),
     "memo_shared_prefixes": Field("bool", "--memo-shared-prefixes", REPLAY),
 }
 GEN_FIELDS = {

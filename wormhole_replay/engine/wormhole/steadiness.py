@@ -17,7 +17,7 @@ contend (``alone``), under DCQCN they all still send at line rate with no queue 
 
 from ..kernel import entry, kernel
 from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_CC_MODE, CI_MEMO, CI_PAYLOAD, CI_WH_L, CI_WH_SHORT,
-                      CI_WH_TAU, CI_WH_FLUID, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_FLUID, FT_NSAMP, FT_PNEXT,
+                      CI_WH_TAU, CI_WH_FLUID, CI_WH_MEAN, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_FLUID, FT_NSAMP, FT_PNEXT,
                       FT_SAMP_T, FT_WSAMP,
                       FT_SAMP_UNA, FT_SND_UNA, MEMO_SAMPLES, MEMO_SHORT, ML_SAMPLED, ML_SHORT, ML_STEADY,
                       PT_IS_HOST, PT_KMIN, PT_PNEXT, PT_QBYTES, PT_RATE, ST_NOW, ST_WH_MEAN_JUMPS, ST_WH_NLIVE,
@@ -168,7 +168,7 @@ def sample(net, flows, events, cfg, state, parts):
         known = short and (free or (ci[CI_MEMO] & MEMO_SHORT) != 0)
         wp[k, WP_NSAMP] += 1
         flat = steady  # every flow flat sample by sample (_flat) ...
-        wander = steady  # ... or each one's quarter means held, with the total's (_stationary)
+        wander = steady and ci[CI_WH_MEAN] != 0  # ... or each one's quarter means held, and the total's
         t0 = t1 = t2 = t3 = 0.0
         n_fluid = 0
         f = wp[k, WP_FLOWS]
