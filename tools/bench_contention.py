@@ -16,8 +16,8 @@ rings (errors over its network flows), e.g. bench_scale's ``ddp16`` trace on
 of two flows or more, how many of its flows have a full window, and how many of those pass the
 spread test (max - min within theta of the mean, one packet of resolution allowed) and the drift
 test (halves within theta / 4), and how many pass a mean jump's per-flow test (quarter means within
-2 theta, halves within theta / 2; the partition's total is held to theta besides); and the gaps between flow completions (each one changes the
-partition and restarts its window).  Measured
+2 theta, halves within theta / 2; the partition's total is held to theta besides); and the gaps
+between flow completions (each one changes the partition and restarts its window).  Measured
 2026-12-01 (``--trace``, 50 MB, strides 1 and 5 on ``fat-tree:k=4``): HPCC, one partition of 32
 flows, never frozen, 0% of events avoided; from 3 to 6 ms, when all 32 have full windows, at most 7
 pass the spread test (their samples spread by 6% of the mean, median, up to 12%) and 11-22 the

@@ -162,8 +162,9 @@ def errors(full: dict, other: dict) -> dict:
 def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
         mean_jumps: bool = False) -> dict:
     t = trace(cache, name, scale)
-    wormhole = replay(cache, t, topo, cc, "wormhole", (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ())
-                      + (("--ff-mean-jumps",) if mean_jumps else ()))
+    options = (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()) \
+        + (("--ff-mean-jumps",) if mean_jumps else ())
+    wormhole = replay(cache, t, topo, cc, "wormhole", options)
     out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
            "wormhole_rss_mb": wormhole["rss_mb"], "wormhole_events": wormhole["events"],
            "fast_forwards": (wormhole["wormhole"] or {}).get("fast_forwards"),

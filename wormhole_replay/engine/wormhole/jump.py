@@ -168,16 +168,16 @@ def _share_cap(flows, cfg, state, f, left, rate, hold):
     per-flow FCT error 0.85% mean, 3.3% max with the cap, 1.14% / 2.8% without it on stricter
     windows (halves within theta / 4).
 
-    Releasers, when shares are flat (``HOLD_RELEASERS``).  Shares that settle by contention drift
-    by up to theta over a jump, so f's completion moves by up to theta x the jump, and with it the start of every flow it releases,
-    whose contention then changes: a timing error the DAG carries on and amplifies.  Measured on
-    ``bench_scale --only ddp16`` (HPCC; ring steps of 7-15 ms, the full run's noise floor 0.27% /
-    1.97% per-flow mean / p99): 11 contended jumps of 0.3-3.3 ms avoided 0.9% of events and put
-    per-flow FCTs 0.80% / 5.71% off (beyond the 5% p99 bound); a lone HPCC flow there settles to a
-    rate that depends on the few microseconds its neighbours ended earlier or later (84 or 89
-    Gb/s), so small shifts do not stay small.  At the default 1/16 a jump moves its flow's
-    completion by at most theta / 16 (0.19% at the default theta) of its FCT; a ring step of a
-    second may still jump for 1/16 s at a time."""
+    Releasers, when shares are flat (``HOLD_RELEASERS``). Shares that settle by contention drift by
+    up to theta over a jump, so f's completion moves by up to theta x the jump, and with it the
+    start of every flow it releases, whose contention then changes: a timing error the DAG carries
+    on and amplifies. Measured on ``bench_scale --only ddp16`` (HPCC; ring steps of 7-15 ms, the
+    full run's noise floor 0.27% / 1.97% per-flow mean / p99): 11 contended jumps of 0.3-3.3 ms
+    avoided 0.9% of events and put per-flow FCTs 0.80% / 5.71% off (beyond the 5% p99 bound); a lone
+    HPCC flow there settles to a rate that depends on the few microseconds its neighbours ended
+    earlier or later (84 or 89 Gb/s), so small shifts do not stay small. At the default 1/16 a jump
+    moves its flow's completion by at most theta / 16 (0.19% at the default theta) of its FCT; a
+    ring step of a second may still jump for 1/16 s at a time."""
     ft = flows.table
     if hold == HOLD_NONE:
         return NEVER

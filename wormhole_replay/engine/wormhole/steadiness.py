@@ -2,23 +2,25 @@
 
 Every ``tau`` ns (the ``SAMPLE`` event) each flow of every live partition is sampled: its
 delivered rate over the last interval (acknowledged payload bytes x 8 / tau).  A partition is
-steady over a full window of ``l`` samples when the means of each flow's window quarters agree
-within ``SHARE_WANDER`` x theta and those of the partition's total within theta, after allowing
-one packet per sample of measurement resolution (a sample counts whole packets), and the window's
-halves agree (no drift; ``_stationary``).  Delivered rate rather than the
+steady over a full window of ``l`` samples when every flow is flat: ``(max - min) / mean`` of its
+samples below theta, after allowing one packet per sample of measurement resolution (a sample
+counts whole packets), and its window's halves agree (no drift; ``_flat``).  With mean jumps
+(``CI_WH_MEAN``, opt-in), it is also steady when the means of each flow's window quarters agree
+within ``SHARE_WANDER`` x theta and those of the partition's total within theta
+(``_stationary``).  Delivered rate rather than the
 CC's rate variable: DCQCN's rate variable saws up and down by design while the throughput it
 yields is flat, and delivered rate is what the flow's completion time depends on.  The window
 restarts whenever the partition's flows change.  A partition with no shares to settle
-(``settled``) needs only a short window (``CI_WH_SHORT`` samples) on which every flow is flat
-(``(max - min) / mean`` of its samples below theta, ``_flat``): under HPCC its flows cannot
+(``settled``) needs only a short window (``CI_WH_SHORT`` samples) on which every flow is flat:
+under HPCC its flows cannot
 contend (``alone``), under DCQCN they all still send at line rate with no queue ECN could mark
 (``_idle``); its jump then has no first-jump cap.
 """
 
 from ..kernel import entry, kernel
 from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_CC_MODE, CI_MEMO, CI_PAYLOAD, CI_WH_L, CI_WH_SHORT,
-                      CI_WH_TAU, CI_WH_FLUID, CI_WH_MEAN, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_FLUID, FT_NSAMP, FT_PNEXT,
-                      FT_SAMP_T, FT_WSAMP,
+                      CI_WH_TAU, CI_WH_FLUID, CI_WH_MEAN, FF_MAX_RATE, FF_RATE, FT_APATH, FT_DPATH, FT_FLUID,
+                      FT_NSAMP, FT_PNEXT, FT_SAMP_T, FT_WSAMP,
                       FT_SAMP_UNA, FT_SND_UNA, MEMO_SAMPLES, MEMO_SHORT, ML_SAMPLED, ML_SHORT, ML_STEADY,
                       PT_IS_HOST, PT_KMIN, PT_PNEXT, PT_QBYTES, PT_RATE, ST_NOW, ST_WH_MEAN_JUMPS, ST_WH_NLIVE,
                       WP_ALONE, WP_FLOWS, WP_NFLOWS, WP_NSAMP, WP_PORTS)
@@ -80,9 +82,7 @@ def _stationary(s0, s1, s2, s3, n, spread, drift, resolution):
     hi = max(max(s0, s1), max(s2, s3))
     if total <= 0.0 or (hi - lo - resolution) / q > spread * total / (4 * q):
         return False
-    half_old = s0 + s1
-    half_new = s2 + s3
-    return abs(half_new - half_old) / (2 * q) - resolution / (2 * q) <= drift * total / (4 * q)
+    return half_change(s0 + s1, s2 + s3, 4 * q, resolution) <= drift * total / (4 * q)
 
 
 @kernel
@@ -193,13 +193,13 @@ def sample(net, flows, events, cfg, state, parts):
                 t1 += s1
                 t2 += s2
                 t3 += s3
-                wander = _stationary(s0, s1, s2, s3, l, SHARE_WANDER * theta, 0.25 * SHARE_WANDER * theta, resolution)
+                wander = _stationary(s0, s1, s2, s3, l, SHARE_WANDER * theta, 0.25 * SHARE_WANDER * theta,
+                                     resolution)
             if known:
                 known = _flat(sr, f, (n - n_short) % l, n_short, l, theta, resolution)
             f = ft[f, FT_PNEXT]
-        if wander and not flat:  # what the partition carries in all must hold within theta
-            wander = _stationary(t0, t1, t2, t3, l, theta, 0.25 * theta, resolution)
-        wander = wander and not flat
+        # ... and what the partition carries in all must hold within theta
+        wander = wander and not flat and _stationary(t0, t1, t2, t3, l, theta, 0.25 * theta, resolution)
         steady = flat or wander
         if known and not free and n_fluid == 0:  # flat over a short window: the memo may know this steady state
             log(parts, cfg, state, ML_SHORT, k)
