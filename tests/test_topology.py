@@ -510,3 +510,33 @@ def test_compute_routes_fat_tree_k16_is_fast():
     assert len(routes.next_hops[(1024, 1023)]) == 8
     rtt, _, _ = pair_metrics(topo, routes, 1000)
     assert rtt[0, 1023] == 2 * 6000 + 6 * 80
+
+
+def test_the_engine_builds_every_flows_ports_from_its_own_path():
+    """``engine.build.port_paths`` computes a path once per (src, dst, sport, dport) and copies it
+    to every flow of that 4-tuple: each flow must still get exactly its own data and ACK ports, and a
+    virtual flow none."""
+    from wormhole_replay.engine.build import port_paths
+    from wormhole_replay.workload.flowfile import FlowSet
+
+    topo = build_topology("fat-tree:k=4")
+    routes = compute_routes(topo)
+    hosts = np.asarray(topo.hosts)
+    rng = np.random.default_rng(7)
+    n = 300
+    src, dst = hosts[rng.integers(0, 16, n)], hosts[rng.integers(0, 16, n)]
+    dst = np.where(src == dst, hosts[(np.searchsorted(hosts, src) + 1) % 16], dst)
+    duration = np.where(rng.random(n) < 0.3, 1000, -1)  # about a third virtual
+    sport = 10000 + rng.integers(0, 5, n)  # few ports: many flows share a 4-tuple
+    flows = FlowSet.from_columns(src, dst, [1000] * n, [0] * n, duration_ns=duration, sport=sport)
+    paths, data_start, ack_start, longest = port_paths(topo, flows, routes, flows.sport)
+    ends = np.append(data_start[1:], len(paths))  # a flow's ACK ports end where the next flow's data ports start
+    for f in range(n):
+        data, ack = list(paths[data_start[f]:ack_start[f]]), list(paths[ack_start[f]:ends[f]])
+        if duration[f] >= 0:
+            assert data == [] and ack == []
+            continue
+        s, d, sp, dp = int(src[f]), int(dst[f]), int(sport[f]), int(flows.dport[f])
+        assert data == node_path_to_ports(topo, flow_path(topo, routes, s, d, sp, dp))
+        assert ack == node_path_to_ports(topo, flow_path(topo, routes, s, d, sp, dp, ack=True))
+    assert longest == max(ack_start - data_start)

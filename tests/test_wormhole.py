@@ -373,3 +373,24 @@ def test_bad_fast_forward_options_are_one_line_errors(tmp_path, capsys, option):
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error" in err
+
+
+def test_partition_tables_are_sized_by_network_flows_and_the_memo_log_by_the_memo():
+    """Virtual flows never join a partition and a full run has none; only a memo session reads the
+    memo log, only fluid flows watch their links (at 1024 GPUs sizing these by every flow cost 730
+    MB).  The run itself is unchanged by the sizes: the same flows table either way."""
+    from wormhole_replay.config import SimConfig
+    from wormhole_replay.engine.build import build
+
+    flows = _flows(EARLY["pairs"], EARLY["sizes"], EARLY["starts"], deps=EARLY["deps"], duration_ns=EARLY["duration_ns"])
+    topo, cfg = build_topology(TOPO), SimConfig(cc_mode=3)
+    network = int((~flows.is_virtual).sum())
+    full, _ = build(topo, flows, cfg)
+    wormhole, _ = build(topo, flows, cfg, fast_forward=FF)
+    memo, _ = build(topo, flows, cfg, fast_forward=FF_FLUID, memo_log=True)
+    assert full.parts.table.shape[0] == 1 and wormhole.parts.table.shape[0] == network < len(flows)
+    assert full.parts.memo_log.shape[0] == wormhole.parts.memo_log.shape[0] == 1
+    assert memo.parts.memo_log.shape[0] == 3 * len(flows) + 2 * network + 16
+    assert wormhole.parts.watch.shape[0] == 1 and memo.parts.watch.shape[0] == len(flows)
+    journaled = _run(flows, "wormhole", FF)  # with a memo session (the journal), a full-size log
+    assert journaled.flows.equals(simulate(TOPO, flows, cc="hpcc", fast_forward=FF).flows)

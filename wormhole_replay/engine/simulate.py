@@ -70,7 +70,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     """
     t0 = time.perf_counter()
     flows.validate(topo)
-    state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward, monitor=monitor)
+    state, plan = build(topo, flows, cfg, pinned=pinned, routes=routes, fast_forward=fast_forward, monitor=monitor,
+                        memo_log=memo is not None)
     t_built = time.perf_counter()
     st = state.state
     session = None
@@ -112,6 +113,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     if bar is not None:
         bar.close()
     _monitor.finish(state)
+    state.events = None  # the queue is done with (a third of a large run's memory), before the tables below
     wall = time.perf_counter() - t0
     ft = state.flows.table
     finish = ft[:, L.FT_FINISH].copy()
