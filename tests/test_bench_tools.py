@@ -34,3 +34,29 @@ def test_bench_engine_counts_a_lost_flow_as_an_error(reference_runs, tmp_path):
     ours.write_text(" ".join(first) + "\n" + "".join(lines[1:]))
     _, max_e, mean_fct, missing = fct_errors(ref, ours)
     assert (max_e, missing) == (1.0, 0) and mean_fct == pytest.approx(fcts[0] / sum(fcts))
+
+
+def test_a_bench_scale_noise_draw_delays_one_op_of_one_rank(tmp_path):
+    """A noise-floor draw on an AICB import (a program trace: one rank's ops per pipeline stage) must
+    delay one op of one rank, as ``audit``'s does.  Delaying the program's op delayed it on every
+    rank, which only shifts the whole run by 1 ns: on the 128-GPU AICB iteration the draw gave the
+    same events, every time 1 ns later, and a floor of 0."""
+    import os
+    from pathlib import Path
+
+    from wormhole_replay.workload.importers import import_aicb
+    from wormhole_replay.workload.program import instantiate, is_program
+    from wormhole_replay.workload.trace import load_trace, save_trace
+
+    external = Path(os.environ.get("WORMHOLE_EXTERNAL_TRACES", REPO.parent / "shared" / "external-traces"))
+    source = external / "aicb" / "G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
+    if not source.is_file():
+        pytest.skip(f"{source} not found (../shared/external-traces or $WORMHOLE_EXTERNAL_TRACES)")
+    program = import_aicb(source, gpus=16)
+    assert is_program(program)
+    save_trace(program, tmp_path / "aicb.parquet")
+    drawn = load_trace(_tool("bench_scale").perturbed(tmp_path, tmp_path / "aicb.parquet", "fat-tree-4", 10))
+    ranks = instantiate(program, hosts=16).ops
+    assert not is_program(drawn) and len(drawn.ops) == len(ranks)
+    delta = drawn.ops["duration_ns"].to_numpy() - ranks["duration_ns"].to_numpy()
+    assert sorted(set(delta)) == [0, 10] and (delta == 10).sum() == 1

@@ -131,14 +131,20 @@ def replay(cache: Path, trace_path: Path, topo: str, cc: str, mode: str, extra=(
     return {**measure, "dir": d, "cached": False}
 
 
-def perturbed(cache: Path, trace_path: Path, delay_ns: int = 1) -> Path:
-    """The trace with one compute op ``delay_ns`` longer (a noise-floor draw, as ``audit``)."""
+def perturbed(cache: Path, trace_path: Path, topo: str, delay_ns: int = 1) -> Path:
+    """The trace with one compute op of one rank ``delay_ns`` longer (a noise-floor draw, as
+    ``audit``).  A program trace (AICB's) is made per-rank first, as ``audit`` does: its ops are a
+    stage's, and delaying one of them delays it on every rank of the stage, which only shifts the
+    whole run by ``delay_ns`` (measured: the same events, every time 1 ns later, a floor of 0)."""
     from wormhole_replay.audit.compare import perturb_ops
+    from wormhole_replay.topology import build_topology
+    from wormhole_replay.workload.program import instantiate
     from wormhole_replay.workload.trace import Trace, load_trace, save_trace
 
-    path = trace_path.with_name(trace_path.stem + ("-noise.parquet" if delay_ns == 1 else f"-noise-{delay_ns}ns.parquet"))
+    hosts = len(build_topology(TOPOLOGIES[topo]).hosts)
+    path = trace_path.with_name(f"{trace_path.stem}-{hosts}-noise-{delay_ns}ns.parquet")
     if not path.is_file():
-        t = load_trace(trace_path)
+        t = instantiate(load_trace(trace_path), hosts=hosts)
         ops, _ = perturb_ops(t.ops, delay_ns)
         save_trace(Trace(ops, t.meta), path.with_suffix(".tmp"))
         path.with_suffix(".tmp").rename(path)
@@ -180,7 +186,7 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
                 "events_avoided": 1 - wormhole["events"] / full["events"], **errors(full, wormhole)})
     from wormhole_replay.audit.compare import DRAW_DELAYS_NS, widest
 
-    draws = [errors(full, replay(cache, perturbed(cache, t, delay), topo, cc, "full", key=f"noise-{delay}ns"))
+    draws = [errors(full, replay(cache, perturbed(cache, t, topo, delay), topo, cc, "full", key=f"noise-{delay}ns"))
              for delay in DRAW_DELAYS_NS[:noise]]
     # each statistic at its widest over the draws, as audit's (the mean FCT's by its size)
     floor = widest([{"e": {k: None if v is None else abs(v) for k, v in d.items()}} for d in draws])["e"] if draws else {}
