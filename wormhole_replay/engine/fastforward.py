@@ -113,11 +113,12 @@ class FastForward:
     fluid: bool = False
     releaser_share: float = 1.0 / 16
     # jump contended partitions whose shares wander at their window means (wormhole/steadiness.
-    # _stationary): opt-in (--ff-mean-jumps) until measured within the noise floor at scale.
-    # Measured 2026-12-02 (HPCC): within the bounds on flow files and a 16-GPU AICB iteration
-    # (README, "Mean jumps"); on the 128-GPU AICB iteration on fat-tree:k=8 2.0% of events avoided
-    # at a per-flow FCT error of 1.82% mean / 23.5% p99 (iteration -0.08%), its noise floor not
-    # yet measured
+    # _stationary): opt-in (--ff-mean-jumps).  Measured 2026-12-02 (HPCC): within the bounds on
+    # flow files, a 16-GPU AICB iteration and the 128-GPU AICB iteration on fat-tree:k=8 (2.05% of
+    # events avoided at a per-flow FCT error of 1.82% mean / 23.5% p99, mean FCT -0.12%, iteration
+    # 0.08%, against a 1-ns noise floor of 2.58% / 36.6%, iteration 0.11%; README, "Mean jumps").
+    # They buy little there (wall time as full's), so the default is not yet changed: doing so is a
+    # change of every wormhole run's results where they apply, for its own session's checks
     mean_jumps: bool = False
 
     @property
