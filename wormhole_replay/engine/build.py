@@ -82,7 +82,7 @@ def port_paths(topo, flows: FlowSet, routes, sport, pinned=None):
         segs = _pinned(topo, flows, pinned)
         which = np.arange(F, dtype=np.int64)
     else:
-        keys = np.stack([flows.src, flows.dst, sport, flows.dport], axis=1) if F else np.zeros((0, 4), np.int64)
+        keys = np.stack([flows.src, flows.dst, sport, flows.dport], axis=1)
         keys[flows.is_virtual, 2:] = -1  # no packets: no path, whatever its ports
         uniq, which = np.unique(keys, axis=0, return_inverse=True)
         which = which.reshape(-1).astype(np.int64)
@@ -96,10 +96,10 @@ def port_paths(topo, flows: FlowSet, routes, sport, pinned=None):
     data_len = np.array([len(d) for d, _ in segs], dtype=np.int64)
     both_len = data_len + np.array([len(a) for _, a in segs], dtype=np.int64)
     flat = np.array([p for d, a in segs for p in (*d, *a)], dtype=np.int64)
-    flat_start = np.concatenate([[0], np.cumsum(both_len)[:-1]]) if len(segs) else np.zeros(0, np.int64)
+    flat_start = np.cumsum(both_len) - both_len
     # each flow's segment is its 4-tuple's, copied into place
-    length = both_len[which] if F else np.zeros(0, np.int64)
-    start = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64) if F else np.zeros(0, np.int64)
+    length = both_len[which]
+    start = np.cumsum(length) - length
     total = int(length.sum())
     paths = flat[np.repeat(flat_start[which] - start, length) + np.arange(total)] if total else np.zeros(1, np.int64)
     max_data_path = int(data_len[which].max()) if F else 1
@@ -311,7 +311,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     # run has none; only a memo session (or a jump journal) reads the memo log, and only fluid
     # flows watch their links.  At 1024 GPUs (2.2 M flows) sizing all three by every flow cost 730 MB.
     wormhole = fast_forward is not None
-    K = max(int(np.count_nonzero(~flows.is_virtual)), 1) if wormhole and F else 1
+    K = max(int(np.count_nonzero(~flows.is_virtual)), 1) if wormhole else 1
     wp = np.zeros((K, L.WP_LEN), np.int64)
     wp[:, L.WP_NEXT_FREE] = np.arange(1, K + 1)
     wp[-1, L.WP_NEXT_FREE] = -1

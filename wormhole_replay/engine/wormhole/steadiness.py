@@ -7,14 +7,13 @@ samples below theta, after allowing one packet per sample of measurement resolut
 counts whole packets), and its window's halves agree (no drift; ``_flat``).  With mean jumps
 (``CI_WH_MEAN``, opt-in), it is also steady when the means of each flow's window quarters agree
 within ``SHARE_WANDER`` x theta and those of the partition's total within theta
-(``_stationary``).  Delivered rate rather than the
-CC's rate variable: DCQCN's rate variable saws up and down by design while the throughput it
-yields is flat, and delivered rate is what the flow's completion time depends on.  The window
-restarts whenever the partition's flows change.  A partition with no shares to settle
-(``settled``) needs only a short window (``CI_WH_SHORT`` samples) on which every flow is flat:
-under HPCC its flows cannot
-contend (``alone``), under DCQCN they all still send at line rate with no queue ECN could mark
-(``_idle``); its jump then has no first-jump cap.
+(``_stationary``).  Delivered rate rather than the CC's rate variable: DCQCN's rate variable saws
+up and down by design while the throughput it yields is flat, and delivered rate is what the
+flow's completion time depends on.  The window restarts whenever the partition's flows change.  A
+partition with no shares to settle (``settled``) needs only a short window (``CI_WH_SHORT``
+samples) on which every flow is flat: under HPCC its flows cannot contend (``alone``), under DCQCN
+they all still send at line rate with no queue ECN could mark (``_idle``); its jump then has no
+first-jump cap.
 """
 
 from ..kernel import entry, kernel
