@@ -60,3 +60,22 @@ def test_a_bench_scale_noise_draw_delays_one_op_of_one_rank(tmp_path):
     assert not is_program(drawn) and len(drawn.ops) == len(ranks)
     delta = drawn.ops["duration_ns"].to_numpy() - ranks["duration_ns"].to_numpy()
     assert sorted(set(delta)) == [0, 10] and (delta == 10).sum() == 1
+
+
+def test_bench_scale_where_splits_the_signed_error_by_what_was_forwarded_and_when():
+    """Where a run's bias sits: flows never fast-forwarded, partly, mostly; and by start quarter.
+    Hand-made: the two flows never forwarded are 10% late, the mostly forwarded one on time."""
+    import pandas as pd
+
+    where = _tool("bench_scale").where
+    full = pd.DataFrame({"flow_id": [0, 1, 2, 3, 4], "virtual": [False, False, False, False, True],
+                         "start_ns": [0, 10, 20, 30, 0], "finish_ns": [100, 110, 120, 130, 5],
+                         "fct_ns": [100, 100, 100, 100, 5], "completed": [True] * 5})
+    other = full.assign(fct_ns=[110, 110, 130, 100, 50], finish_ns=[110, 120, 150, 130, 50],
+                        size_bytes=[1000] * 5, fast_forwarded_bytes=[0, 0, 200, 900, 0])
+    t = where(full, other, quarters=2).set_index("flows")
+    assert t.loc["forwarded none", "n"] == 2 and t.loc["forwarded none", "signed_error"] == pytest.approx(0.1)
+    assert t.loc["forwarded some", "signed_error"] == pytest.approx(0.3)
+    assert t.loc["forwarded most", "n"] == 1 and t.loc["forwarded most", "signed_error"] == pytest.approx(0.0)
+    assert t.loc["started in quarter 1", "n"] == 2 and t.loc["started in quarter 1", "signed_error"] == pytest.approx(0.1)
+    assert t.loc["started in quarter 2", "signed_error"] == pytest.approx(0.15)  # the virtual flow never counts

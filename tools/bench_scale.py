@@ -25,7 +25,8 @@ not depend on the machine).  Per row: full and wormhole wall time, speedup, even
 per-flow FCT error (mean and p99), mean-FCT error, largest iteration-time error, and the noise
 floor's same statistics; ``verdict`` holds the run to the contention issue's bounds: per statistic
 the larger of the absolute bound (FCT mean 1%, p99 5%, iteration 1%) and the noise floor, and the
-mean FCT within 1% always.
+mean FCT within 1% always.  ``--where`` prints under each row where the signed error sits (``where``):
+by the share of each flow's bytes fast-forwarded and by start quarter, beside the first noise draw.
 
     python tools/bench_scale.py                               # every row, both CCs (hours)
     python tools/bench_scale.py --only aicb --cc hpcc --topology fat-tree
@@ -34,6 +35,7 @@ mean FCT within 1% always.
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
     python tools/bench_scale.py --only ddp16 [--fluid]         # contention in minutes
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --mean-jumps --noise-floor 2
+    python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --scale 10 --fluid --where
 """
 
 from __future__ import annotations
@@ -165,8 +167,49 @@ def errors(full: dict, other: dict) -> dict:
             "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
 
 
+FORWARDED = (("none", 0.0, 0.0), ("some", 0.0, 0.5), ("most", 0.5, 1.0))  # share of a flow's bytes fast-forwarded
+
+
+def where(full_flows: pd.DataFrame, other_flows: pd.DataFrame, quarters: int = 4) -> pd.DataFrame:
+    """Where a run's FCT error sits: the mean signed error of the network flows (positive: later
+    than full) by the share of their bytes the run fast-forwarded (``none``, ``some``: up to half,
+    ``most``: more), and by when they started (quarters of the full run's network-flow starts).  A
+    bias carried by the flows never fast-forwarded, or growing quarter by quarter, is the DAG
+    carrying a timing error on; one carried by the fast-forwarded flows is the jumps' own."""
+    from wormhole_replay.audit.compare import match_flows
+
+    m = match_flows(full_flows, other_flows)
+    m = m[m["signed_error"].notna()]
+    forwarded = other_flows.set_index("flow_id").reindex(m["flow_id"])
+    share = (forwarded["fast_forwarded_bytes"] / forwarded["size_bytes"]).to_numpy()
+    rows = []
+    for label, lo, hi in FORWARDED:
+        sel = (share == 0.0) if hi == 0.0 else (share > lo) & (share <= hi)
+        rows.append({"flows": f"forwarded {label}", "n": int(sel.sum()),
+                     "signed_error": float(m["signed_error"][sel].mean()) if sel.any() else None})
+    edges = np.quantile(m["start_full"], np.linspace(0, 1, quarters + 1))
+    for q in range(quarters):
+        sel = (m["start_full"] >= edges[q]) & ((m["start_full"] < edges[q + 1]) | (q == quarters - 1))
+        rows.append({"flows": f"started in quarter {q + 1}", "n": int(sel.sum()),
+                     "signed_error": float(m["signed_error"][sel].mean()) if sel.any() else None})
+    return pd.DataFrame(rows)
+
+
+def _print_where(full: dict, wormhole: dict, noise: dict | None) -> None:
+    read = lambda r: pd.read_parquet(r["dir"] / "flows.parquet")
+    f = read(full)
+    t = where(f, read(wormhole)).rename(columns={"signed_error": "wormhole"})
+    if noise is not None:  # the first draw's, beside: what chaos alone does (nothing is forwarded there)
+        t["noise"] = where(f, read(noise))["signed_error"]
+    cell = lambda v: ("-" if v is None or (isinstance(v, float) and np.isnan(v)) else
+                      f"{v * 100:+.2f}%" if isinstance(v, float) else str(v))
+    cells = t.astype(object).apply(lambda column: column.map(cell))
+    print("\n".join("    " + line for line in cells.to_string(index=False).splitlines()), flush=True)
+    print(f"    (wormhole outputs kept in {wormhole['dir']})", flush=True)
+
+
 def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
-        mean_jumps: bool = False) -> dict:
+        mean_jumps: bool = False, show_where: bool = False) -> dict:
     t = trace(cache, name, scale)
     options = (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()) \
         + (("--ff-mean-jumps",) if mean_jumps else ())
@@ -186,8 +229,9 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
                 "events_avoided": 1 - wormhole["events"] / full["events"], **errors(full, wormhole)})
     from wormhole_replay.audit.compare import DRAW_DELAYS_NS, widest
 
-    draws = [errors(full, replay(cache, perturbed(cache, t, topo, delay), topo, cc, "full", key=f"noise-{delay}ns"))
-             for delay in DRAW_DELAYS_NS[:noise]]
+    noise_runs = [replay(cache, perturbed(cache, t, topo, delay), topo, cc, "full", key=f"noise-{delay}ns")
+                  for delay in DRAW_DELAYS_NS[:noise]]
+    draws = [errors(full, r) for r in noise_runs]
     # each statistic at its widest over the draws, as audit's (the mean FCT's by its size)
     floor = widest([{"e": {k: None if v is None else abs(v) for k, v in d.items()}} for d in draws])["e"] if draws else {}
     out.update({f"noise_{k}": v for k, v in floor.items()})
@@ -195,7 +239,10 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
     if abs(out["mean_fct"]) > 0.01:
         beyond.append("mean_fct")
     out["verdict"] = "within bounds" if not beyond else "BEYOND: " + ", ".join(beyond)
-    shutil.rmtree(wormhole["dir"], ignore_errors=True)
+    if show_where:
+        out["where"] = lambda: _print_where(full, wormhole, noise_runs[0] if noise_runs else None)
+    else:
+        shutil.rmtree(wormhole["dir"], ignore_errors=True)
     return out
 
 
@@ -208,6 +255,9 @@ def main() -> int:
     ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
     ap.add_argument("--fluid", action="store_true", help="wormhole runs with fluid flows (--ff-fluid)")
     ap.add_argument("--mean-jumps", action="store_true", help="wormhole runs with mean jumps (--ff-mean-jumps)")
+    ap.add_argument("--where", action="store_true",
+                    help="under each row, the signed FCT error by share of bytes fast-forwarded and by start "
+                         "quarter, beside the first noise draw's (the wormhole run's outputs are then kept)")
     ap.add_argument("--noise-floor", type=int, default=1, metavar="N", choices=range(0, 5),
                     help="noise-floor draws per row, as audit's (the op 1 ns, 10 ns, 100 ns, 1 us longer; "
                          "default 1, 0 for none)")
@@ -230,12 +280,15 @@ def main() -> int:
             if a.topology and topo not in a.topology:
                 continue
             for cc in a.cc:
-                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps)
+                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps, a.where)
+                show = r.pop("where", None)
                 rows.append(r)
                 cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
                                   f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else
                                   f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]))
                 print(" ".join(f"{cell(c):>14}" for c in cols), flush=True)
+                if show is not None:
+                    show()
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1, default=float))
     return 0
