@@ -167,9 +167,6 @@ def errors(full: dict, other: dict) -> dict:
             "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
 
 
-FORWARDED = (("none", 0.0, 0.0), ("some", 0.0, 0.5), ("most", 0.5, 1.0))  # share of a flow's bytes fast-forwarded
-
-
 def where(full_flows: pd.DataFrame, other_flows: pd.DataFrame, quarters: int = 4) -> pd.DataFrame:
     """Where a run's FCT error sits: the mean signed error of the network flows (positive: later
     than full) by the share of their bytes the run fast-forwarded (``none``, ``some``: up to half,
@@ -182,30 +179,33 @@ def where(full_flows: pd.DataFrame, other_flows: pd.DataFrame, quarters: int = 4
     m = m[m["signed_error"].notna()]
     forwarded = other_flows.set_index("flow_id").reindex(m["flow_id"])
     share = (forwarded["fast_forwarded_bytes"] / forwarded["size_bytes"]).to_numpy()
-    rows = []
-    for label, lo, hi in FORWARDED:
-        sel = (share == 0.0) if hi == 0.0 else (share > lo) & (share <= hi)
-        rows.append({"flows": f"forwarded {label}", "n": int(sel.sum()),
-                     "signed_error": float(m["signed_error"][sel].mean()) if sel.any() else None})
-    edges = np.quantile(m["start_full"], np.linspace(0, 1, quarters + 1))
+    groups = {"forwarded none": share == 0.0, "forwarded some": (share > 0.0) & (share <= 0.5),
+              "forwarded most": share > 0.5}
+    start = m["start_full"].to_numpy()
+    edges = np.quantile(start, np.linspace(0, 1, quarters + 1))
     for q in range(quarters):
-        sel = (m["start_full"] >= edges[q]) & ((m["start_full"] < edges[q + 1]) | (q == quarters - 1))
-        rows.append({"flows": f"started in quarter {q + 1}", "n": int(sel.sum()),
-                     "signed_error": float(m["signed_error"][sel].mean()) if sel.any() else None})
-    return pd.DataFrame(rows)
+        groups[f"started in quarter {q + 1}"] = (start >= edges[q]) & ((start < edges[q + 1]) | (q == quarters - 1))
+    signed = m["signed_error"].to_numpy()
+    return pd.DataFrame([{"flows": name, "n": int(sel.sum()), "signed_error": float(signed[sel].mean()) if sel.any() else None}
+                         for name, sel in groups.items()])
 
 
-def _print_where(full: dict, wormhole: dict, noise: dict | None) -> None:
+def _where_rows(full: dict, wormhole: dict, noise: dict | None) -> list[dict]:
+    """``where`` for the wormhole run and, beside it, the first noise draw (what chaos alone does;
+    nothing is forwarded there)."""
     read = lambda r: pd.read_parquet(r["dir"] / "flows.parquet")
     f = read(full)
     t = where(f, read(wormhole)).rename(columns={"signed_error": "wormhole"})
-    if noise is not None:  # the first draw's, beside: what chaos alone does (nothing is forwarded there)
+    if noise is not None:
         t["noise"] = where(f, read(noise))["signed_error"]
-    cell = lambda v: ("-" if v is None or (isinstance(v, float) and np.isnan(v)) else
-                      f"{v * 100:+.2f}%" if isinstance(v, float) else str(v))
-    cells = t.astype(object).apply(lambda column: column.map(cell))
-    print("\n".join("    " + line for line in cells.to_string(index=False).splitlines()), flush=True)
-    print(f"    (wormhole outputs kept in {wormhole['dir']})", flush=True)
+    return t.astype(object).where(t.notna(), None).to_dict("records")
+
+
+def _print_where(r: dict) -> None:
+    cell = lambda v: "-" if v is None else f"{v * 100:+.2f}%" if isinstance(v, float) else str(v)
+    table = pd.DataFrame([{k: cell(v) for k, v in w.items()} for w in r["where"]])
+    print("\n".join("    " + line for line in table.to_string(index=False).splitlines()), flush=True)
+    print(f"    (wormhole outputs kept in {r['wormhole_dir']})", flush=True)
 
 
 def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
@@ -240,7 +240,8 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
         beyond.append("mean_fct")
     out["verdict"] = "within bounds" if not beyond else "BEYOND: " + ", ".join(beyond)
     if show_where:
-        out["where"] = lambda: _print_where(full, wormhole, noise_runs[0] if noise_runs else None)
+        out.update(where=_where_rows(full, wormhole, noise_runs[0] if noise_runs else None),
+                   wormhole_dir=str(wormhole["dir"]))
     else:
         shutil.rmtree(wormhole["dir"], ignore_errors=True)
     return out
@@ -281,14 +282,13 @@ def main() -> int:
                 continue
             for cc in a.cc:
                 r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps, a.where)
-                show = r.pop("where", None)
                 rows.append(r)
                 cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
                                   f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else
                                   f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]))
                 print(" ".join(f"{cell(c):>14}" for c in cols), flush=True)
-                if show is not None:
-                    show()
+                if "where" in r:
+                    _print_where(r)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1, default=float))
     return 0
