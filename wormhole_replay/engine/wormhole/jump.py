@@ -25,7 +25,7 @@ from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_W
                       PT_LN_HEAD, PT_NODE, PT_PNEXT, QT_HEAD, ST_NOW, ST_WH_FF, ST_WH_MEMO_JUMPS, ST_WH_EV_SKIPPED,
                       ST_WH_SKIPBACK, ST_WH_SKIPPED_NS, WP_CAP, WP_FLOWS, WP_FRESH, WP_NSAMP, WP_PLAN, WP_PORTS,
                       WP_STATE, WP_T0, WP_TCONV)
-from ..share import service_rate
+from ..share import service_rate, skip_jump
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
 from .credit import credit_jump, jump_credit
@@ -395,6 +395,7 @@ def thaw(net, flows, events, cfg, state, parts, k):
             i = pk[i, PK_NEXT]
         ports[p, PT_BUSY_UNTIL] += shift
         ports[p, PT_FROZEN] = 0
+        skip_jump(net, p, wp[k, WP_T0], now)
         _unpark(events, p, shift)
         _unpark(events, arrive_slot(cfg, p), shift)
         if ports[p, PT_IS_HOST] != 0:
