@@ -52,6 +52,5 @@ def skip_jump(net, p, t0, now):
     ports = net.ports
     if ports[p, PT_FLUID_T] <= t0:
         ports[p, PT_FLUID_T] += now - t0
-    else:  # its share changed during the jump: count from now
-        ports[p, PT_FLUID_BYTES] += np.int64(ports[p, PT_FLUID] * ((now - ports[p, PT_FLUID_T]) / 8e9))
-        ports[p, PT_FLUID_T] = now
+    else:  # its share changed during the jump: counted up to now, from now on as before
+        reserve(net, p, 0, now)

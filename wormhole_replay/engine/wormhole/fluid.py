@@ -24,9 +24,9 @@ window is flat (the full window, or the short one if it cannot contend: no other
 switch ports under HPCC, line rate and no markable queue under DCQCN) and no live flow still moving
 sends data across its bottleneck, and only together with every live flow bound by that same link
 (a live flow beside a fixed reservation on its own bottleneck settles below its full-run share).
-Its reservation is taken hop by hop as its last packet (and the
-ACK of it) leaves each hop, and given back hop by hop as its first new packet does (``on_transmit``),
-so no link carries it twice, or not at all, while its pipe drains and refills.  What it gets wrong:
+Its reservation is taken hop by hop as its last packet (and the ACK of it) leaves each hop, and
+given back hop by hop as its first new packet does (``on_transmit``), so no link carries it twice,
+or not at all, while its pipe drains and refills.  What it gets wrong:
 the share it would have lost or won as its neighbours drift by less than theta, and whatever the
 CC of the live flows does against a load that no longer reacts to them.
 """
@@ -439,7 +439,7 @@ def fluid_pass(net, flows, events, cfg, state, parts, k):
     while f >= 0:
         n = ft[f, FT_WINDOW]
         if n > 0 and ft[f, FT_FLUID] == 0 and ps[ft[f, FT_BNECK], MARK] == 0.0:
-            ok, r, jump, cap = _fluid_plan(flows, cfg, parts, f, n, resolution)
+            _, r, jump, cap = _fluid_plan(flows, cfg, parts, f, n, resolution)  # ok: checked above
             go_fluid(net, flows, events, cfg, state, parts, f, r, jump, cap)
         f = ft[f, FT_PNEXT]
     f = wp[k, WP_FLOWS]
