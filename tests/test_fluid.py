@@ -37,74 +37,87 @@ def _incast_beside_a_chain(n_short, late_at=None):
     return _flows(pairs, sizes, starts, deps=deps)
 
 
-def _check_conserved(full, fast, flows):
+def _check_conserved(full, fast, flows, mean_fct=0.01):
     f = fast.flows
     assert f["completed"].all() and (f["bytes_received"] == flows.size).all()  # every byte, credited or sent
     assert fast.counters["wormhole"]["fluid_reserved_bps_at_end"] == 0  # no link share left behind
     mean = fast.flows["fct_ns"].mean() / full.flows["fct_ns"].mean() - 1
-    assert abs(mean) <= 0.01, mean
+    assert abs(mean) <= mean_fct, mean
 
 
 def test_steady_flows_go_fluid_inside_a_partition_that_never_settles():
-    """Catches: fluid flows not taken (the partition is never frozen, so nothing would be skipped),
-    a reservation too large or too small on the bottleneck (the long flows' FCTs move: measured
-    2026-12-01 0.08% and 0.50%), bytes credited twice or lost, a share left on a link."""
+    """Catches: fluid flows not taken (the partition is never frozen while the chain runs, so
+    nothing would be skipped), a reservation too large or too small on the bottleneck (the long
+    flows' FCTs move: measured 2026-12-01 0.08% and 0.50%), bytes credited twice or lost, a share
+    left on a link.  The chain shares no data link with the long flows, only host 8's downlink with
+    the second one's ACKs: measured 2026-12-03, long flows 0.01% and 0.78%, the chain 1.5% at most
+    (its 200 KB flows last ~20 us, and their HPCC sees the fluid flow's ACK bytes counted evenly
+    rather than as packets, ``share.accrue``)."""
     flows = _incast_beside_a_chain(30)
     full, fast = _both(flows, "hpcc", FLUID)
     w = fast.counters["wormhole"]
-    assert w["fluid_flows"] >= 2 and w["fast_forwards"] == 0  # fluid alone did it
-    assert fast.counters["events"] < 0.5 * full.counters["events"]  # measured 193 k against 548 k
+    assert w["fluid_flows"] >= 2
+    assert fast.counters["events"] < 0.5 * full.counters["events"]  # measured 134 k against 548 k
     assert (fast.flows["fast_forwarded_bytes"].to_numpy()[:2] > 10 * MB).all()
     e = _fct_errors(full, fast)
     assert e[:2].max() <= 0.02, e[:2]
-    assert e[2:].max() == 0.0  # the chain never shares a bottleneck with them: exact
+    assert e[2:].max() <= 0.03, e[2:].max()
     _check_conserved(full, fast, flows)
 
 
 def test_a_flow_starting_on_the_bottleneck_thaws_the_fluid_flows():
-    """A third flow joins the bottleneck while the long flows are fluid: they thaw early (their
-    shares are about to move) and the three share the link packet by packet.  Catches: a fluid flow
-    left fluid at its old share (the newcomer would get the rest of the link: measured FCT errors
-    1.6% at most with the thaw), a thaw that credits the wrong time, a thaw that loses the
-    reservation of a hop its first new packet had not reached."""
-    flows = _incast_beside_a_chain(100, late_at=1_000_000)
+    """A third flow joins the bottleneck at 2.25 ms while the long flows are fluid (their shares
+    wander around means that hold, so they go fluid at those means a sixteenth of their FCT at a
+    time, from 0.15 ms): they thaw early (their shares are about to move) and the three share the
+    link packet by packet.  Catches: a fluid flow left fluid at its old share (the newcomer would
+    get the rest of the link), a thaw that credits the wrong time, a thaw that loses the reservation
+    of a hop its first new packet had not reached.  Measured 2026-12-03: FCT errors 0.3%, 2.5% and
+    3.3% (the newcomer), mean FCT -1.06%: the three settle their shares after the thaw a little
+    faster than in full, with this test's 100 us windows."""
+    flows = _incast_beside_a_chain(100, late_at=2_250_000)
     full, fast = _both(flows, "hpcc", FLUID)
     w = fast.counters["wormhole"]
     assert w["fluid_flows"] >= 2 and w["fluid_thawed_early"] >= 1
     e = _fct_errors(full, fast)
     assert e.max() <= 0.05, e.max()
-    _check_conserved(full, fast, flows)
+    _check_conserved(full, fast, flows, mean_fct=0.02)
 
 
-def test_flows_thawed_on_one_nic_send_again_at_once():
-    """Two rings of 16 x 10 MB colliding on a k=4 fat-tree (``tools/bench_contention.py``'s case,
-    smaller): every host sends two flows and receives two, so its NIC port carries two flows' data
-    and, first, the ACKs of two others.  Catches: a thawed flow's reservation of its own NIC port
-    kept until its first new packet leaves, which the NIC's ACKs (served first, at what the
-    reservations leave of the link) never let happen: both of a host's flows then sent nothing for
-    milliseconds (measured 2026-12-01 before the fix: FCT error max 209%, mean FCT +11.8%; after:
-    max 1.4%, mean FCT -0.03%, per-flow mean 0.37%)."""
+def _two_out_two_in(sizes):
+    """Host 0 of a k=4 fat-tree sends two flows (to hosts 5 and 9) and receives two (from 13 and
+    6): its NIC port carries its two flows' data (one data group) and, first, the ACKs of the two
+    it receives (another group, bound by host 0's downlink)."""
     hosts = np.asarray(build_topology("fat-tree:k=4").hosts)
-    src = [hosts[i] for _ in (1, 5) for i in range(16)]
-    dst = [hosts[(i + s) % 16] for s in (1, 5) for i in range(16)]
-    flows = FlowSet.from_columns(src, dst, [10 * MB] * 32, [0] * 32)
+    pairs = [(0, 5), (0, 9), (13, 0), (6, 0)]
+    return FlowSet.from_columns([hosts[a] for a, _ in pairs], [hosts[b] for _, b in pairs], sizes, [0] * 4)
+
+
+def test_acks_crossing_a_nic_whose_flows_are_fluid_are_not_throttled():
+    """Host 0's two flows go fluid (their NIC is their bottleneck) while it still receives two.
+    Catches: ACKs crossing a port with fluid reservations served at what the reservations leave of
+    the link, when a NIC serves its ACKs first: the incoming flows' ACKs were throttled by shares
+    measured before those flows sped up, which held them at 35 Gb/s instead of 40 (measured
+    2026-12-03: 9.3% and 7.6% late).  Also exercises a thaw giving back its NIC's share at once
+    (before ACKs took the full rate, its absence froze a host's two flows for milliseconds on
+    colliding rings: FCT error max 209%, mean FCT +11.8%, 2026-12-01)."""
+    flows = _two_out_two_in([10 * MB, 14 * MB, 10 * MB, 14 * MB])
     full = simulate("fat-tree:k=4", flows, cc="hpcc", mode="full")
     fast = simulate("fat-tree:k=4", flows, cc="hpcc", fast_forward=FLUID)
-    assert fast.counters["wormhole"]["fluid_flows"] >= 4
+    assert fast.counters["wormhole"]["fluid_flows"] >= 2
+    assert fast.counters["events"] < 0.5 * full.counters["events"]  # measured 257 k against 770 k
     e = _fct_errors(full, fast)
-    assert e.max() <= 0.05 and e.mean() <= 0.01, (e.max(), e.mean())
+    assert e.max() <= 0.02, e  # measured 0.10%, 0.003%, 0.40%, 0.37%
     _check_conserved(full, fast, flows)
 
 
 def test_a_partition_jumped_with_a_fluid_flow_inside_leaves_its_live_flows_their_rate():
-    """Two 20 MB flows into host 4 (hosts 0 and 1) and, from 1 ms, a 5 MB flow from host 2 to 6
-    on the leaf uplink and spine downlink it shares with the first: a flow goes fluid, and the
-    partition of the three is then jumped as a whole with it inside.  Catches: the fluid share
-    counting bytes over the jump, which the live flows' INT clocks skip (``share.skip_jump``):
-    their first INT after the jump saw the whole jump's fluid bytes in one RTT and cut their
-    windows (measured 2026-12-02: FCT errors 2.2%, 6.8%, 1.1% without it, 0.94%, 1.2%, 1.1% with
-    it, 0.14%, 2.1%, 1.1% with jumps alone)."""
-    flows = _flows([(0, 4), (1, 4), (2, 6)], [20 * MB, 20 * MB, 5 * MB], [0, 0, 1_000_000])
+    """A 30 MB flow from host 0 to 4 and, beside it, two 10 MB flows into host 1 (from 9 and 10),
+    in one partition through their ACKs: one data group goes fluid, and the partition is then
+    jumped as a whole with it inside.  Catches: the fluid flows' bytes counted over the jump, which
+    the live flows' INT clocks skip (``share.skip_jump``): their first INT after the jump saw the
+    whole jump's fluid bytes in one RTT and cut their windows (measured 2026-12-03: FCT errors
+    0.86%, 11.7%, 2.4% without it, 0.07%, 0.41%, 1.23% with it)."""
+    flows = _flows([(0, 4), (9, 1), (10, 1)], [30 * MB, 10 * MB, 10 * MB], [0, 0, 0])
     full, fast = _both(flows, "hpcc", FLUID)
     w = fast.counters["wormhole"]
     assert w["fluid_flows"] >= 1 and w["fast_forwards"] >= 2

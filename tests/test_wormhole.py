@@ -127,16 +127,16 @@ def test_partitions_merge_and_split_as_flows_come_and_go():
 @pytest.mark.parametrize("case", ["skip-back", "merge"])
 def test_fluid_flows_in_the_skip_back_and_merge_cases_stay_within_the_bounds(case):
     """The two cases above with fluid flows (``--ff-fluid``), held to the same bounds.  In the
-    skip-back case flows 0 and 2 share their bottleneck, so neither goes fluid without the other
-    (``fluid.fluid_pass``): when flow 2 went fluid alone, flow 0 settled live beside its fixed
+    skip-back case flows 0 and 2 share their bottleneck, so they go fluid together or not at all
+    (``fluid_groups``): when flow 2 went fluid alone, flow 0 settled live beside its fixed
     reservation at 44.9-45.6 Gb/s against 46.6 in full and ended 2.28% late, mean FCT +1.51%
-    (measured 2026-12-01); with the rule, 0.17% / 0.51%, as jumps alone (2026-12-02).  Merge:
-    0.15%, 0.06%, 0.31% (1.87% before a thawed flow's first packet stopped being slowed by its
-    own share)."""
+    (measured 2026-12-01).  Measured 2026-12-03, with data groups: skip-back 0.04%, 0.00%, 0.12%
+    (99 k events against 472 k); merge 0.03%, 0.01%, 0.87% (1.87% for flow 2 before a thawed
+    flow's first packet stopped being slowed by its own share)."""
     c = SKIP_BACK if case == "skip-back" else MERGE
     flows = _flows(c["pairs"], c["sizes"], c["starts"], deps=c.get("deps"), duration_ns=c.get("duration_ns"))
     full, fast = _both(flows, ff=FF_FLUID)
-    assert (fast.counters["wormhole"]["fluid_flows"] >= 1) == (case == "merge")
+    assert fast.counters["wormhole"]["fluid_flows"] >= 1
     _assert_within_bounds(full, fast, per_flow=0.01 if case == "skip-back" else 0.05)
     _assert_all_delivered(fast, flows)
 
@@ -222,7 +222,7 @@ def _journaled(flows, ff=FF_MEAN):
 def test_a_contended_partition_jumps_on_its_mean_shares_and_conserves_its_bottleneck():
     """Flows 0, 2 and 3 never pass the per-sample test together (without ``--ff-mean-jumps`` this case
     takes one jump); their window means hold, and so does what their link carries in all, so they jump at
-    those means (``steadiness._stationary``), each jump at most 1/16 of their FCT.  What the jumps
+    those means (``jump.stationary``), each jump at most 1/16 of their FCT.  What the jumps
     credit is what the shared link carries: the rate flow 1 gets alone on a link of the same speed.
     Measured 2026-12-02: 5 jumps, per-flow FCT error 0.33% mean, 0.64% max, mean FCT -0.01%."""
     flows = _flows(SHARED["pairs"][:4], SHARED["sizes"][:4], SHARED["starts"][:4])

@@ -67,7 +67,7 @@ from wormhole_replay.api import execute, fast_forward_for, prepare_direct_run
 from wormhole_replay.engine import layout as L
 from wormhole_replay.engine import simulate as engine_simulate
 from wormhole_replay.engine.fastforward import FastForward
-from wormhole_replay.engine.wormhole.steadiness import SHARE_WANDER
+from wormhole_replay.engine.wormhole.jump import SHARE_WANDER
 from wormhole_replay.errors import InputError
 from wormhole_replay.replay import replay
 from wormhole_replay.topology import build_topology
@@ -209,7 +209,7 @@ class Steadiness:
                 half = window // 2
                 drift = abs(w[half:].mean() - w[:half].mean()) - resolution / half
                 drift_ok += drift <= 0.25 * theta * mean
-                # a mean jump's per-flow test (steadiness._stationary at SHARE_WANDER x theta)
+                # a mean jump's per-flow test (jump.stationary at SHARE_WANDER x theta)
                 q = w[: 4 * (window // 4)].reshape(4, -1).mean(axis=1)
                 quarter_ok += (q.max() - q.min() - resolution / (window // 4) <= SHARE_WANDER * theta * mean
                                and drift <= 0.25 * SHARE_WANDER * theta * mean)

@@ -43,10 +43,10 @@ above its amplitude.  The defaults here follow that rule from the network actual
   Measured on a 12-layer version of the GPT benchmark (HPCC): 97.0% of events avoided with the cap,
   98.8% without, FCT error 0.04% mean both ways.
 * ``releaser_share``: 1/16.  A contended jump (after a full window) of a flow that releases other
-  flows (a trace's DAG), and every flow of a jump at mean shares (``wormhole.steadiness.
-  _stationary``: shares that wander sample by sample around means that hold), spans at most this
+  flows (a trace's DAG), and every flow of a jump at mean shares (``wormhole.jump.
+  stationary``: shares that wander sample by sample around means that hold), spans at most this
   share of that flow's expected FCT
-  (``wormhole.jump._share_cap``): its completion moves by up to theta x the jump, and every flow
+  (``wormhole.jump.share_cap``): its completion moves by up to theta x the jump, and every flow
   it releases starts that much earlier or later.  Measured on ``tools/bench_scale.py --only
   ddp16`` (HPCC, ring steps of 7-15 ms on a k=4 fat-tree): without it 11 jumps avoided 0.9% of
   events and put the per-flow p99 at 5.71%, beyond the 5% bound and the run's noise floor (1.97%);
@@ -105,15 +105,16 @@ class FastForward:
     min_jump_ns: int | None = None
     first_jump_ns: int | None = None
     short_samples: int | None = None
-    # also fast-forward steady flows one by one inside a partition (wormhole/fluid.py): opt-in
-    # (--ff-fluid) until it meets the accuracy bounds by default.  Measured 2026-12-01: under HPCC
-    # the small audit trace's mean FCT moved +1.25% (bound 1%), a lone fluid flow 1.9-2.4%; under
-    # DCQCN, on a contended incast with a short window, FCTs moved 17-27% where partition jumps alone
-    # moved them 4-6% (README, "Fluid flows")
+    # also fast-forward steady data groups inside a partition that is not steady as a whole
+    # (wormhole/fluid.py, fluid_groups.py): opt-in (--ff-fluid) until it meets the accuracy bounds
+    # by default.  Measured 2026-12-03 (HPCC, README "Fluid flows"): on the 128-GPU AICB iteration
+    # on fat-tree:k=8 74% of events avoided, 3.9x, mean FCT +0.18%, iteration 0.20%, but per-flow
+    # 4.36% / 50.2% against a 1-ns noise floor of 2.58% / 36.6%; on a flow file cut from it (not
+    # chaotic) per-flow 1.87% mean, beyond the 1% bound; under DCQCN per-flow errors up to 18%
     fluid: bool = False
     releaser_share: float = 1.0 / 16
     # jump contended partitions whose shares wander at their window means (wormhole/steadiness.
-    # _stationary): opt-in (--ff-mean-jumps).  Measured 2026-12-02 (HPCC): within the bounds on
+    # jump.stationary): opt-in (--ff-mean-jumps).  Measured 2026-12-02 (HPCC): within the bounds on
     # flow files, a 16-GPU AICB iteration and the 128-GPU AICB iteration on fat-tree:k=8 (2.05% of
     # events avoided at a per-flow FCT error of 1.82% mean / 23.5% p99, mean FCT -0.12%, iteration
     # 0.08%, against a 1-ns noise floor of 2.58% / 36.6%, iteration 0.11%; README, "Mean jumps").

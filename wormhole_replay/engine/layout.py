@@ -38,10 +38,11 @@ PT_PNEXT = 22  # next / previous port of the same partition (doubly linked list)
 PT_PPREV = 23
 PT_FROZEN = 24  # its partition is being fast-forwarded: the port neither sends nor is kicked
 PT_FLUID = 25  # wormhole: bps its fluid flows take (data or ACKs): packets get the rest of the link
-PT_FLUID_BYTES = 26  # ... bytes those fluid flows carried up to PT_FLUID_T (for INT's tx bytes)
+PT_FLUID_BYTES = 26  # ... bytes its fluid flows carried up to PT_FLUID_T (for INT's tx bytes; PT_FLUID_ACC)
 PT_FLUID_T = 27
 PT_JUMP_BYTES = 28  # wormhole: bytes its link carried during its partition's jumps (credited at thaw; the monitor's tx bytes)
-PT_LEN = 29
+PT_FLUID_ACC = 29  # ... bps its fluid flows add to its byte counter (from when each went fluid to its thaw)
+PT_LEN = 30
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -128,7 +129,9 @@ FT_BNECK = 51  # the port of its data path that bounds its rate (the most loaded
 FT_FLUID_LAST = 52  # fluid: snd_nxt when it stopped sending (its last packet ends there)
 FT_FLUID_FIRST = 53  # ... snd_nxt when it sent again (its first packet starts there)
 FT_RESV = 54  # ... hops holding its reservation: bit j data-path hop j, bit 8 + j ACK-path hop j
-FT_LEN = 55
+FT_GROUP = 55  # fluid: the flow whose data group it went fluid with (a fluid pass's union-find while live)
+FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns), -1 if it may not go fluid
+FT_LEN = 57
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate
@@ -288,7 +291,7 @@ ST_WH_MEMO_JUMPS = 37  # jumps over a memoized transient
 ST_WH_FLUID = 38  # flows made fluid
 ST_WH_FLUID_NOW = 39  # flows fluid now
 ST_WH_FLUID_THAWS = 40  # fluid flows thawed before their planned end (a neighbour changed)
-ST_WH_MEAN_JUMPS = 41  # fast-forwards at the window's mean rates of shares that wander (steadiness._stationary)
+ST_WH_MEAN_JUMPS = 41  # fast-forwards at the window's mean rates of shares that wander (jump.stationary)
 ST_LEN = 42
 
 # --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---

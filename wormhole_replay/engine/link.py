@@ -14,8 +14,8 @@ packet, or a thawed flow's first, has got to (``fluid.on_transmit``).
 """
 
 from .kernel import kernel
-from .layout import (CI_WH_FLUID, PK_ARRIVE, PK_EVSEQ, PK_NEXT, PK_SIZE, PT_BUSY_UNTIL, PT_DELAY, PT_IS_HOST,
-                     PT_LN_HEAD, PT_LN_TAIL, PT_QPKTS, PT_TXDONE_SEQ, ST_CUR_SEQ, ST_NOW)
+from .layout import (CI_WH_FLUID, KIND_DATA, PK_ARRIVE, PK_EVSEQ, PK_KIND, PK_NEXT, PK_SIZE, PT_BUSY_UNTIL, PT_DELAY,
+                     PT_IS_HOST, PT_LN_HEAD, PT_LN_TAIL, PT_QPKTS, PT_RATE, PT_TXDONE_SEQ, ST_CUR_SEQ, ST_NOW)
 from .packets import NONE, tx_ns
 from .share import service_rate
 from .wormhole.fluid import on_transmit
@@ -42,7 +42,7 @@ def transmit_start(net, flows, events, cfg, state, p, i):
     fluid = cfg.ints[CI_WH_FLUID] != 0
     if fluid:  # a thawed flow's first packet gives back its share first: it is not slowed by itself
         on_transmit(net, flows, cfg, state, p, i, False)
-    tx = tx_ns(pk[i, PK_SIZE], service_rate(net, p))
+    tx = tx_ns(pk[i, PK_SIZE], service_rate(net, p) if pk[i, PK_KIND] == KIND_DATA else ports[p, PT_RATE])
     ports[p, PT_BUSY_UNTIL] = now + tx
     ports[p, PT_TXDONE_SEQ] = next_seq(state)  # the reference schedules TransmitComplete first,
     ev = next_seq(state)  # then the peer's Receive

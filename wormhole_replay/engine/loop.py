@@ -42,7 +42,7 @@ from .pfc import pfc_received
 from .queue import pending, q_pop, q_set
 from .rng import uniform
 from .slots import T_FLUID, T_RTO, T_START, flow_slots_base, flows_slot, monitor_slot, sample_slot
-from .wormhole.fluid import thaw_fluid
+from .wormhole.fluid_groups import thaw_group
 from .wormhole.jump import thaw
 from .wormhole.membership import flow_finished, flow_started
 from .wormhole.partitions import FROZEN
@@ -114,11 +114,11 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
             nic.start_flow(net, flows, cfg, state, f)
     elif timer == T_RTO:
         transport.retransmission_timeout(net, flows, events, cfg, state, f)
-    elif timer == T_FLUID:  # a fluid flow's jump ends as planned (its partition first, if frozen)
+    elif timer == T_FLUID:  # a fluid group's jump ends as planned (its partition first, if frozen)
         k = flows.table[f, FT_PART]
         if parts.table[k, WP_STATE] == FROZEN:
             thaw(net, flows, events, cfg, state, parts, k)
-        thaw_fluid(net, flows, events, cfg, state, parts, f, False)
+        thaw_group(net, flows, events, cfg, state, parts, f, False)
     else:
         cc.on_timer(flows, events, cfg, state, f, timer)
 

@@ -118,7 +118,7 @@ def _sample_links(net, flows, cfg, parts, mon, t):
     for m in range(mon.ports.shape[0]):
         p = mon.ports[m]
         b = 1 + m * width
-        carried = carried_bytes(net, p, t) + ports[p, PT_JUMP_BYTES]
+        carried = carried_bytes(net, cfg, p, t) + ports[p, PT_JUMP_BYTES]
         if wh:
             carried += mon.est[p]
         row[b + MV_QBYTES] = ports[p, PT_QBYTES]

@@ -157,8 +157,9 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
     }
     if plan.fast_forward is not None:
         counters["wormhole"] = {**wormhole_counters(st), "options": plan.fast_forward.as_dict(),
-                                # fluid flows' link shares left at the end (0 unless one leaked)
-                                "fluid_reserved_bps_at_end": int(state.net.ports[:, L.PT_FLUID].sum())}
+                                # fluid flows' link shares and byte counts left at the end (0 unless one leaked)
+                                "fluid_reserved_bps_at_end": int(state.net.ports[:, L.PT_FLUID].sum()
+                                                                 + state.net.ports[:, L.PT_FLUID_ACC].sum())}
         if session is not None and session.lookups:
             counters["wormhole"].update(session.counters)
     return Result(flows=df, pfc=pfc, counters=counters, memo=session, links=_monitor.links_table(state, topo),

@@ -78,7 +78,7 @@ def _push_int_hop(net, cfg, state, p, i):
     multi = cfg.ints[CI_INT_MULTI]
     pk[i, PK_INT + h % MAXHOP] = (
         state[ST_NOW] % INT_TIME_MOD
-        | ((carried_bytes(net, p, state[ST_NOW]) // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
+        | ((carried_bytes(net, cfg, p, state[ST_NOW]) // (INT_BYTE_UNIT * multi)) % INT_BYTES_MOD) << INT_BYTES_SHIFT
         | ((ports[p, PT_QBYTES] // (INT_QLEN_UNIT * multi)) % INT_QLEN_MOD) << INT_QLEN_SHIFT
         | ports[p, PT_RATE_IDX] << INT_RATE_SHIFT
     )

@@ -73,7 +73,7 @@ class Partitions(NamedTuple):
     scratch_floats: np.ndarray  # float64[P]: per-port loads
     memo_log: np.ndarray  # int64[M, ML_LEN]: records for the memo (handled in Python between kernel calls)
     watch: np.ndarray  # float64[F, W]: a fluid flow's data-path link loads when it became fluid (wormhole/fluid)
-    port_scratch: np.ndarray  # float64[P, 4]: per-port load, marks and counts of the fluid pass
+    port_scratch: np.ndarray  # float64[P, 3]: per-port load, marks and counts of the fluid pass
 
 
 class Monitor(NamedTuple):

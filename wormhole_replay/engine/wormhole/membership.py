@@ -14,7 +14,8 @@ thaw (``fluid.neighbourhood_changed``).
 from ..kernel import kernel
 from ..layout import (CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
                       WP_NFLOWS, WP_PORTS, WP_STATE)
-from .fluid import neighbourhood_changed, release_all
+from .fluid import release_all
+from .fluid_groups import neighbourhood_changed
 from .jump import thaw
 from .partitions import (FROZEN, changed, ensure_sampling, flow_link, flow_unlink, merge, part_free, part_new,
                          port_link, port_unlink, ports_end, transient)

@@ -7,7 +7,7 @@ samples below theta, after allowing one packet per sample of measurement resolut
 counts whole packets), and its window's halves agree (no drift; ``_flat``).  With mean jumps
 (``CI_WH_MEAN``, opt-in), it is also steady when the means of each flow's window quarters agree
 within ``SHARE_WANDER`` x theta and those of the partition's total within theta
-(``_stationary``).  Delivered rate rather than the CC's rate variable: DCQCN's rate variable saws
+(``jump.stationary``).  Delivered rate rather than the CC's rate variable: DCQCN's rate variable saws
 up and down by design while the throughput it yields is flat, and delivered rate is what the
 flow's completion time depends on.  The window restarts whenever the partition's flows change.  A
 partition with no shares to settle (``settled``) needs only a short window (``CI_WH_SHORT``
@@ -23,8 +23,8 @@ from ..layout import (CC_DCQCN, CC_HPCC, CF_WH_THETA, CI_CC_MODE, CI_MEMO, CI_PA
                       FT_SAMP_UNA, FT_SND_UNA, MEMO_SAMPLES, MEMO_SHORT, ML_SAMPLED, ML_SHORT, ML_STEADY,
                       PT_IS_HOST, PT_KMIN, PT_PNEXT, PT_QBYTES, PT_RATE, ST_NOW, ST_WH_MEAN_JUMPS, ST_WH_NLIVE,
                       WP_ALONE, WP_FLOWS, WP_NFLOWS, WP_NSAMP, WP_PORTS)
-from .fluid import fluid_pass
-from .jump import freeze, half_change, window_stats
+from .fluid_groups import fluid_pass
+from .jump import SHARE_WANDER, freeze, half_change, quarters, stationary, window_stats
 from .partitions import ensure_sampling, log, record
 
 
@@ -39,49 +39,6 @@ def _flat(samples, f, oldest, n, l, theta, resolution):
     if s <= 0.0 or hi - lo - resolution > theta * s / n:
         return False
     return half_change(s_old, s_new, n, resolution) <= 0.25 * theta * s / n
-
-
-SHARE_WANDER = 2.0  # a contended flow's quarter means may spread by this many theta (see _stationary)
-
-
-@kernel
-def _quarters(samples, f, oldest, n, l):
-    """Flow f's four quarter sums of its window."""
-    q = n // 4
-    s0 = s1 = s2 = s3 = 0.0
-    for j in range(q):
-        s0 += samples[f, (oldest + j) % l]
-        s1 += samples[f, (oldest + q + j) % l]
-        s2 += samples[f, (oldest + 2 * q + j) % l]
-        s3 += samples[f, (oldest + 3 * q + j) % l]
-    return s0, s1, s2, s3
-
-
-@kernel
-def _stationary(s0, s1, s2, s3, n, spread, drift, resolution):
-    """A window's four quarter sums (``n`` samples in all) hold: their means spread by less than
-    ``spread`` of the window's mean (beyond one packet of resolution per quarter) and its halves'
-    by less than ``drift``.
-
-    A contended partition is steady when each flow's quarters hold within ``SHARE_WANDER`` x theta
-    and the partition's total within theta: flows that share a bottleneck trade a few percent of
-    it from sample to sample (on ``tools/bench_contention.py``'s colliding rings under HPCC a
-    flow's 100 us samples spread by 6% of its mean, and all 32 flows never passed the per-sample
-    test at once), while what they carry in all is flat and each flow's mean over a quarter window
-    holds.  The jump then extrapolates the window's means (``jump.freeze``), bounded by the drift
-    of the total, and each of its flows holds it to a share of its FCT (``jump._share_cap``).  A
-    partition whose every flow is flat sample by sample (``_flat``) jumps as before.  Measured
-    (2026-12-02, HPCC) against full simulation: the rings with 200 MB flows 2.3% of events avoided
-    (none before) at a per-flow FCT error of 0.04% mean, 0.67% p99; the AICB GPT-13B iteration on 16
-    GPUs of ``fat-tree:k=4,gpus_per_server=8`` with collectives / 10 (16 DP flows of 325 MB) 46.8%
-    (12.5% before) at 0.04% / 0.27%, iteration +0.002%; the README's table has more."""
-    q = n // 4
-    total = s0 + s1 + s2 + s3
-    lo = min(min(s0, s1), min(s2, s3))
-    hi = max(max(s0, s1), max(s2, s3))
-    if total <= 0.0 or (hi - lo - resolution) / q > spread * total / (4 * q):
-        return False
-    return half_change(s0 + s1, s2 + s3, 4 * q, resolution) <= drift * total / (4 * q)
 
 
 @kernel
@@ -184,21 +141,25 @@ def sample(net, flows, events, cfg, state, parts):
             ft[f, FT_SAMP_UNA] = una
             ft[f, FT_SAMP_T] = state[ST_NOW]
             ft[f, FT_NSAMP] = n + 1
+            # a flow's own window must be full too: a fluid flow that thawed starts a new one
+            # (its ring still holds samples from before it went fluid), its partition's does not
             if flat:
-                flat = _flat(sr, f, n % l, l, l, theta, resolution)
+                flat = n >= l and _flat(sr, f, n % l, l, l, theta, resolution)
+            if wander and n < l:
+                wander = False
             if wander:
-                s0, s1, s2, s3 = _quarters(sr, f, n % l, l, l)
+                s0, s1, s2, s3 = quarters(sr, f, n % l, l, l)
                 t0 += s0
                 t1 += s1
                 t2 += s2
                 t3 += s3
-                wander = _stationary(s0, s1, s2, s3, l, SHARE_WANDER * theta, 0.25 * SHARE_WANDER * theta,
+                wander = stationary(s0, s1, s2, s3, l, SHARE_WANDER * theta, 0.25 * SHARE_WANDER * theta,
                                      resolution)
             if known:
-                known = _flat(sr, f, (n - n_short) % l, n_short, l, theta, resolution)
+                known = n >= n_short and _flat(sr, f, (n - n_short) % l, n_short, l, theta, resolution)
             f = ft[f, FT_PNEXT]
         # ... and what the partition carries in all must hold within theta
-        wander = wander and not flat and _stationary(t0, t1, t2, t3, l, theta, 0.25 * theta, resolution)
+        wander = wander and not flat and stationary(t0, t1, t2, t3, l, theta, 0.25 * theta, resolution)
         steady = flat or wander
         if known and not free and n_fluid == 0:  # flat over a short window: the memo may know this steady state
             log(parts, cfg, state, ML_SHORT, k)
