@@ -111,18 +111,40 @@ def test_acks_crossing_a_nic_whose_flows_are_fluid_are_not_throttled():
 
 
 def test_a_partition_jumped_with_a_fluid_flow_inside_leaves_its_live_flows_their_rate():
-    """A 30 MB flow from host 0 to 4 and, beside it, two 10 MB flows into host 1 (from 9 and 10),
-    in one partition through their ACKs: one data group goes fluid, and the partition is then
-    jumped as a whole with it inside.  Catches: the fluid flows' bytes counted over the jump, which
-    the live flows' INT clocks skip (``share.skip_jump``): their first INT after the jump saw the
-    whole jump's fluid bytes in one RTT and cut their windows (measured 2026-12-03: FCT errors
-    0.86%, 11.7%, 2.4% without it, 0.07%, 0.41%, 1.23% with it)."""
-    flows = _flows([(0, 4), (9, 1), (10, 1)], [30 * MB, 10 * MB, 10 * MB], [0, 0, 0])
+    """A 30 MB flow from host 0 to 4 and, beside it, two 10 MB flows into host 1 (from 6 and 10),
+    in one partition through their ACKs: a data group goes fluid, and the partition is then jumped
+    as a whole with it inside.  Catches: the fluid flows' bytes counted over the jump, which the
+    live flows' INT clocks skip (``share.skip_jump``): their first INT after the jump saw the whole
+    jump's fluid bytes in one RTT and cut their windows (measured 2026-12-03: FCT errors 0.37%,
+    6.1%, 23% without it, 0.68%, 0.23%, 0.05% with it)."""
+    flows = _flows([(0, 4), (6, 1), (10, 1)], [30 * MB, 10 * MB, 10 * MB], [0, 0, 0])
     full, fast = _both(flows, "hpcc", FLUID)
     w = fast.counters["wormhole"]
-    assert w["fluid_flows"] >= 1 and w["fast_forwards"] >= 2
+    assert w["fluid_flows"] >= 1 and w["fast_forwards"] >= 1
     e = _fct_errors(full, fast)
-    assert e.max() <= 0.03, e
+    assert e.max() <= 0.02, e
+    _check_conserved(full, fast, flows)
+
+
+def test_a_flow_after_fluid_ones_finds_the_links_byte_counters_as_full_simulation_left_them():
+    """Two 20 MB flows go fluid and finish (hosts 0 -> 4 and 8 -> 5, beside the chain of short
+    flows that keeps their partition live), then a 10 MB flow from host 2 to 6 starts at 5 ms,
+    alone, on some of their links.  HPCC's utilisation is the largest of its hops' byte deltas in
+    INT units (512 B at 100G), so where that lone flow settles depends on how its hops' counters
+    stand against each other modulo the unit.  Catches: a fluid episode leaving each link it
+    crossed a fraction of a packet more or less than its packets would have (``fluid._count_
+    exactly``): the lone flow then settled at another rate (measured 2026-12-03: 2.4% off full
+    without the exact count, 0.07% with it)."""
+    n = 400
+    pairs = [(0, 4), (8, 5)] + [(12, 8)] * n + [(2, 6)]
+    sizes = [20 * MB, 20 * MB] + [200_000] * n + [10 * MB]
+    deps = [[], [], []] + [[2 + i] for i in range(n - 1)] + [[]]
+    flows = _flows(pairs, sizes, [0] * (2 + n) + [5_000_000], deps=deps)
+    full, fast = _both(flows, "hpcc", FLUID)
+    assert fast.counters["wormhole"]["fluid_flows"] >= 2
+    assert full.flows["finish_ns"].to_numpy()[:2].max() < 5_000_000  # the fluid ones are done
+    e = _fct_errors(full, fast)
+    assert e[-1] <= 0.005, e[-1]
     _check_conserved(full, fast, flows)
 
 

@@ -25,10 +25,11 @@ from ..layout import (CC_HPCC, CI_ACK_SIZE, CI_CC_MODE, CI_DATA_HDR, CI_PAYLOAD,
                       FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PKTS_SENT, FT_RESV, FT_RX_EXPECTED,
                       FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, FT_WSAMP,
                       KIND_DATA, NQ, PK_FLOW, PK_HOP, PK_KIND, PK_NEXT, PK_PAYLOAD, PK_SEQ, PT_LN_HEAD, QT_HEAD, ST_NOW,
-                      ST_WH_EV_SKIPPED, ST_WH_FLUID, ST_WH_FLUID_NOW, ST_WH_FLUID_THAWS)
+                      PT_FLUID_BYTES, ST_WH_EV_SKIPPED, ST_WH_FLUID, ST_WH_FLUID_NOW, ST_WH_FLUID_THAWS)
 from ..queue import q_remove, q_set
 from ..share import accrue, reserve
 from ..slots import T_FLUID, T_TIMERS, kick, qp_slot, wh_seq
+from .credit import wire_bytes
 from .jump import _park, _unpark
 from .partitions import ports_end
 
@@ -133,6 +134,27 @@ def _accrue_all(net, flows, cfg, f, rate, now):
 
 
 @kernel
+def _count_exactly(net, flows, cfg, f, rate, b, shift):
+    """Flow f thawed after ``shift`` ns at ``rate``, credited ``b`` bytes: each link of its paths
+    has counted ``rate x shift`` of its bytes (``_accrue_all``; less any partition jump it sat
+    out, ``share.skip_jump``), and now counts exactly the packets it was credited, whole data
+    packets and ACKs, as it would have with its packets.  HPCC's per-ACK utilisation is the largest
+    of its hops' byte deltas in INT units (512 B at 100G), so where a lone flow settles depends on
+    how its hops' counters stand against each other modulo that unit; a fraction of a packet left
+    at each hop by an episode shifts them (measured 2026-12-03: a lone flow on an idle path of the
+    AICB cut settled at 84 Gb/s where full simulation had it at 94, its hops' counters shifted by
+    earlier fluid flows)."""
+    data, ack = wire_bytes(cfg, b)
+    d = data - np.int64(np.round(_share(cfg, rate, True) * (shift / 8e9)))
+    a = ack - np.int64(np.round(_share(cfg, rate, False) * (shift / 8e9)))
+    ft, paths = flows.table, flows.paths
+    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+        net.ports[paths[j], PT_FLUID_BYTES] += d
+    for j in range(ft[f, FT_APATH], ports_end(flows, f)):
+        net.ports[paths[j], PT_FLUID_BYTES] += a
+
+
+@kernel
 def go_fluid(net, flows, events, cfg, state, f, rate, plan_ns, cap):
     """Flow f becomes fluid at ``rate`` (payload bps) for at most ``plan_ns`` (its first-jump
     cap for next time: ``cap``)."""
@@ -202,6 +224,7 @@ def thaw_fluid(net, flows, events, cfg, state, f, early):
         b = room if room > 0 else 0
     ft[f, FT_SKIPPED] += b
     _accrue_all(net, flows, cfg, f, -rate, now)
+    _count_exactly(net, flows, cfg, f, rate, b, shift)
     for col in (FT_SND_NXT, FT_SND_UNA, FT_RX_EXPECTED, FT_BYTES_RX, FT_RX_LAST_NACK):
         ft[f, col] += b
     if ci[CI_CC_MODE] == CC_HPCC:  # its last INT predates the jump, and the links went on counting:
