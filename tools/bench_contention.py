@@ -12,6 +12,12 @@ fast-forwards, per-flow FCT error (mean, max) and the mean FCT's error.
 rings (errors over its network flows), e.g. bench_scale's ``ddp16`` trace on
 ``fat-tree:k=4,gpus_per_server=2``.
 
+``--cut RUN LO HI`` replays as a flow file the network flows of a run's output folder (its
+``flows.parquet``) that start within [LO, HI) ms, at their start times less LO, with their source
+ports (so their ECMP paths), on ``--topology``: a chaotic DAG run's contention with no chaos left,
+so that per-flow errors measure the fast-forward alone (2026-12-03, a cut of the AICB iteration at
+collectives / 10, 250-300 ms: a 1 us shift of one flow moves its FCTs by 0.15% mean).
+
 ``--trace`` follows the wormhole run's steadiness: about every millisecond, for each live partition
 of two flows or more, how many of its flows have a full window, and how many of those pass the
 spread test (max - min within theta of the mean, one packet of resolution allowed) and the drift
@@ -33,6 +39,7 @@ than ``min_jump``.
     python tools/bench_contention.py --cc hpcc --coupling     # whom a completion moves
     python tools/bench_contention.py --cc hpcc --predict      # the rates after a completion, foreseen?
     python tools/bench_contention.py --cc hpcc --trace --workload ddp16.parquet --topology fat-tree:k=4,gpus_per_server=2
+    python tools/bench_contention.py --cc hpcc --fluid --cut out/bench-scale/runs/KEY/full 250 300 --topology fat-tree:k=8,gpus_per_server=8
 
 ``--coupling`` asks, of the full run, what a partition-wide window restart assumes: after each
 completion, how many of the flows still running change their delivered rate (mean over 0.5-0.9 ms
@@ -60,8 +67,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from wormhole_replay.api import execute, fast_forward_for, prepare_direct_run
 from wormhole_replay.engine import layout as L
@@ -83,6 +92,21 @@ def rings(topology: str, strides: list[int], size_mb: float) -> FlowSet:
     src = [hosts[i] for _ in strides for i in range(n)]
     dst = [hosts[(i + s) % n] for s in strides for i in range(n)]
     return FlowSet.from_columns(src, dst, [int(size_mb * MB)] * len(src), [0] * len(src))
+
+
+def cut(run: str, lo_ms: float, hi_ms: float) -> FlowSet:
+    """The network flows of run folder ``run`` that start within [lo_ms, hi_ms), as a flow file
+    (see the module's docstring)."""
+    path = Path(run) / "flows.parquet"
+    if not path.is_file():
+        raise InputError(f"--cut: no flows.parquet in {run}")
+    f = pd.read_parquet(path)
+    lo, hi = int(lo_ms * 1e6), int(hi_ms * 1e6)
+    f = f[~f["virtual"] & (f["start_ns"] >= lo) & (f["start_ns"] < hi)]
+    if f.empty:
+        raise InputError(f"--cut: no network flow of {run} starts within [{lo_ms:g}, {hi_ms:g}) ms")
+    return FlowSet.from_columns(f["src"], f["dst"], f["size_bytes"], f["start_ns"] - lo, pg=f["pg"],
+                                dport=f["dport"], sport=f["sport"])
 
 
 class Progress:
@@ -243,6 +267,8 @@ def main() -> int:
     ap.add_argument("--fluid", action="store_true", help="wormhole mode with fluid flows (--ff-fluid)")
     ap.add_argument("--coupling", action="store_true", help="how many flows each completion moves (full run)")
     ap.add_argument("--predict", action="store_true", help="how well rates after a completion are predicted (full run)")
+    ap.add_argument("--cut", nargs=3, metavar=("RUN", "LO", "HI"), help="the network flows of a run's output "
+                    "folder starting within [LO, HI) ms, as a flow file on --topology")
     ap.add_argument("--workload", metavar="TRACE", help="a native trace file instead of the rings (its first "
                                                          "iteration, on --topology)")
     a = ap.parse_args()
@@ -251,7 +277,12 @@ def main() -> int:
             raise InputError("--size and --strides must be positive")
         if a.workload and (a.coupling or a.predict):
             raise InputError("--coupling and --predict follow the rings' flows only (every flow, every 2000 events)")
-        flows = load_trace(a.workload) if a.workload else rings(a.topology, a.strides, a.size)
+        if a.workload and a.cut:
+            raise InputError("--workload and --cut are two sources: give one")
+        if a.cut:
+            flows = cut(a.cut[0], float(a.cut[1]), float(a.cut[2]))
+        else:
+            flows = load_trace(a.workload) if a.workload else rings(a.topology, a.strides, a.size)
         run(rings(a.topology, [1], 0.1), a.topology, "hpcc", "wormhole")  # compile first: neither mode pays
         for cc in [a.cc] if a.cc else ["hpcc", "dcqcn"]:
             progress = Progress() if a.coupling or a.predict else None
@@ -275,7 +306,8 @@ def main() -> int:
             err = np.abs(y - x) / x
             w = fast.counters["wormhole"]
             done = np.sort(full.flows["finish_ns"].to_numpy()[net])
-            what = f"network flows of {a.workload}" if a.workload else f"flows of {a.size:g} MB"
+            what = (f"network flows of {a.workload}" if a.workload else f"flows of {a.cut[0]}" if a.cut
+                    else f"flows of {a.size:g} MB")
             print(f"{cc}: {len(x)} {what}; full {full.counters['events'] / 1e6:.2f} M events "
                   f"{t_full:.1f} s, wormhole {fast.counters['events'] / 1e6:.2f} M events {t_fast:.1f} s; "
                   f"events avoided {1 - fast.counters['events'] / full.counters['events']:.1%}, "

@@ -108,9 +108,10 @@ class FastForward:
     # also fast-forward steady data groups inside a partition that is not steady as a whole
     # (wormhole/fluid.py, fluid_groups.py): opt-in (--ff-fluid) until it meets the accuracy bounds
     # by default.  Measured 2026-12-03 (HPCC, README "Fluid flows"): on the 128-GPU AICB iteration
-    # on fat-tree:k=8 74% of events avoided, 3.9x, mean FCT +0.18%, iteration 0.20%, but per-flow
-    # 4.36% / 50.2% against a 1-ns noise floor of 2.58% / 36.6%; on a flow file cut from it (not
-    # chaotic) per-flow 1.87% mean, beyond the 1% bound; under DCQCN per-flow errors up to 18%
+    # on fat-tree:k=8 73.7% of events avoided, 4.5x, mean FCT -0.08%, iteration 0.51%, but per-flow
+    # 4.18% / 46.1% against a 1-ns noise floor of 2.58% / 36.6%; on flow files cut from it at
+    # collectives / 10 (not chaotic) within the bounds (0.52% / 3.32%, 0.61% / 5.43%); under DCQCN
+    # beyond them (a 16-GPU DDP iteration: per-flow 10.6% against a floor of 11.4%, iteration 2.35%)
     fluid: bool = False
     releaser_share: float = 1.0 / 16
     # jump contended partitions whose shares wander at their window means (wormhole/steadiness.

@@ -69,7 +69,7 @@ class Partitions(NamedTuple):
     table: np.ndarray  # int64[K, WP_LEN]
     live: np.ndarray  # int64[K]: the partitions simulated packet by packet
     samples: np.ndarray  # float64[F, l]: each flow's ring of rate samples
-    scratch_ints: np.ndarray  # int64[2P + 1]: union-find when a partition splits
+    scratch_ints: np.ndarray  # int64[2P + 1]: union-find when a partition splits; per port elsewhere
     scratch_floats: np.ndarray  # float64[P]: per-port loads
     memo_log: np.ndarray  # int64[M, ML_LEN]: records for the memo (handled in Python between kernel calls)
     watch: np.ndarray  # float64[F, W]: a fluid flow's data-path link loads when it became fluid (wormhole/fluid)

@@ -16,7 +16,7 @@ HPCC's INT timestamps) shift by ``J``, so the CC resumes where it left off.
 import numpy as np
 
 from ..kernel import entry, kernel
-from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_L, CI_WH_MIN_JUMP,
+from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_WH_CAP, CI_WH_FLUID, CI_WH_L, CI_WH_MIN_JUMP,
                       CI_WH_SHORT, CI_WH_TAIL, CI_WH_TAU, FF_MEMO, FF_STEADY, FH_INT, FT_APATH, FT_BYTES_RX, FT_CREDIT,
                       FT_DPATH, FT_FLUID, FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PART, FT_PKTS_SENT,
                       FT_PNEXT, FT_READY, FT_START, FT_SUCC, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE,
@@ -28,7 +28,7 @@ from ..layout import (CF_WH_RELEASER, CF_WH_THETA, CI_DATA_HDR, CI_PAYLOAD, CI_W
 from ..share import service_rate, skip_jump
 from ..queue import QN_SEQ, QN_TIME, QN_WHERE, pending, q_remove, q_set
 from ..slots import T_TIMERS, arrive_slot, kick, next_seq, qp_slot, thaw_slot, wake_slot, wh_seq
-from .credit import credit_jump, jump_credit
+from .credit import count_in_int, credit_jump, jump_credit
 from .partitions import FROZEN, LIVE, ensure_sampling, live_add, live_remove, log, ports_end
 
 DRIFT_BUDGET = 0.1  # the error a jump may accrue from a creeping rate, in units of theta
@@ -445,6 +445,8 @@ def thaw(net, flows, events, cfg, state, parts, k):
             _unpark(events, wake_slot(cfg, net.nodes[ports[p, PT_NODE], NT_HOST]), shift)
         kick(net, state, p)
         p = ports[p, PT_PNEXT]
+    if hpcc and cfg.ints[CI_WH_FLUID] != 0:  # with fluid flows only: see count_in_int
+        count_in_int(net, flows, cfg, state, parts, k)
     f = wp[k, WP_FLOWS]
     while f >= 0:
         if ft[f, FT_FLUID] == 0:  # a fluid flow's timers stay parked until its own thaw
