@@ -79,3 +79,47 @@ def test_bench_scale_where_splits_the_signed_error_by_what_was_forwarded_and_whe
     assert t.loc["forwarded most", "n"] == 1 and t.loc["forwarded most", "signed_error"] == pytest.approx(0.0)
     assert t.loc["started in quarter 1", "n"] == 2 and t.loc["started in quarter 1", "signed_error"] == pytest.approx(0.1)
     assert t.loc["started in quarter 2", "signed_error"] == pytest.approx(0.15)  # the virtual flow never counts
+
+
+def test_bench_contention_cuts_a_runs_network_flows_into_a_flow_file(tmp_path):
+    """``--cut RUN LO HI``: the network flows of a run starting within [LO, HI) ms, at their start
+    times less LO and with their source ports (so their ECMP paths).  Catches compute ops (virtual
+    flows) or flows outside the window let in, starts not shifted, the ports dropped."""
+    import numpy as np
+    import pandas as pd
+
+    from wormhole_replay.errors import InputError
+
+    cut = _tool("bench_contention").cut
+    pd.DataFrame({"src": [0, 1, 2, 3], "dst": [4, 5, 6, 7], "sport": [10, 11, 12, 13], "dport": [100] * 4,
+                  "pg": [3] * 4, "size_bytes": [1000, 2000, 3000, 4000],
+                  "start_ns": [1_000_000, 2_500_000, 2_600_000, 9_000_000],
+                  "virtual": [False, False, True, False]}).to_parquet(tmp_path / "flows.parquet")
+    flows = cut(str(tmp_path), 2, 10)
+    assert list(flows.src) == [1, 3] and list(flows.size) == [2000, 4000]
+    assert list(flows.start_ns) == [500_000, 7_000_000] and list(flows.sport) == [11, 13]
+    assert np.all(flows.dport == 100)
+    with pytest.raises(InputError, match="no network flow"):
+        cut(str(tmp_path), 3, 4)
+    with pytest.raises(InputError, match="no flows.parquet"):
+        cut(str(tmp_path / "nowhere"), 0, 1)
+
+
+def test_bench_contention_episodes_split_a_flows_live_time_around_its_fluid_episodes():
+    """``--episodes``: a flow live 0-2, fluid 2-5, live 5-6, fluid 6-8, live 8-10 (slices every unit)
+    spends 20% of its time live before its first episode, 10% between, 20% after the last; a flow
+    never fluid counts wholly before.  Catches the shares computed over the wrong span."""
+    import numpy as np
+    import pandas as pd
+
+    episodes = _tool("bench_contention").Episodes()
+    on = [False, False, True, True, True, False, True, True, False, False]
+    for t in range(10):
+        episodes.t.append(t)
+        episodes.fluid.append(np.array([on[t], False]))
+    flows = pd.DataFrame({"start_ns": [0, 0], "finish_ns": [10, 10]})
+    text = episodes.report(flows, np.array([True, False]))
+    assert "live 20.0% of the flows' time before" in text and "10.0% between episodes (2.0 per flow" in text
+    assert "20.0% after the last; 0 flows never fluid" in text
+    text = episodes.report(flows, np.array([True, True]))
+    assert "live 60.0% of the flows' time before" in text and "1 flows never fluid" in text

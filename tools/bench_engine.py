@@ -9,12 +9,14 @@ from its ``time.txt`` it prints whole-process wall seconds, executed events, eve
 peak RSS, the speed ratio, per-flow FCT error against ``fct.original-hpcc.txt`` (a flow missing
 from our output counts as 100% off, and is counted), and whether ``fct.txt`` and ``pfc.txt`` are
 byte-identical to the reference's.  The engine runs in full (every packet: both files must stay
-identical); ``--mode wormhole`` measures wormhole mode against the reference instead.
+identical); ``--mode wormhole`` measures wormhole mode against the reference instead, and
+``--fluid`` wormhole mode with fluid flows (``--ff-fluid``).
 
     python tools/bench_engine.py                 # all runs
     python tools/bench_engine.py S1 S2           # a subset (prefix match)
     python tools/bench_engine.py --ways paths    # pinned paths only
     python tools/bench_engine.py --mode wormhole
+    python tools/bench_engine.py --mode wormhole --fluid --ways paths
     python tools/bench_engine.py --json out.json
 """
 
@@ -60,13 +62,15 @@ def fct_errors(ref_path: Path, ours_path: Path) -> tuple[float, float, float, in
     return float(e.mean()), float(e.max()), mean_fct, missing
 
 
-def run_once(folder: Path, out: Path, mode: str = "full", way: str = "paths") -> dict:
+def run_once(folder: Path, out: Path, mode: str = "full", way: str = "paths", fluid: bool = False) -> dict:
     """One ``simulate`` of a reference run in a fresh process; ``way`` is ``paths`` (pinned) or
     ``routing`` (ECMP over the reference's next-hop order)."""
     cmd = [sys.executable, "-m", "wormhole_replay", "simulate", str(folder / "config.txt"), f"--{way}",
            str(folder / f"{way}.txt"), "--seq-num-bytes", "8", "--mode", mode, "--out", str(out), "--json", "--quiet"]
     if mode == "wormhole":
         cmd.append("--no-memo")
+        if fluid:
+            cmd.append("--ff-fluid")
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -89,10 +93,13 @@ def main() -> int:
     ap.add_argument("only", nargs="*", help="run name prefixes (default: all)")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="reference-runs folder")
     ap.add_argument("--mode", choices=["full", "wormhole"], default="full", help="engine mode (default: full)")
+    ap.add_argument("--fluid", action="store_true", help="wormhole mode with fluid flows (--ff-fluid)")
     ap.add_argument("--ways", nargs="+", choices=["paths", "routing"], default=["paths", "routing"],
                     help="how paths are chosen: pinned (paths.txt), ECMP over routing.txt (default: both)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args()
+    if args.fluid and args.mode != "wormhole":
+        ap.error("--fluid needs --mode wormhole")
     if not args.runs.is_dir():
         print(f"bench_engine: {args.runs}: no reference runs here", file=sys.stderr)
         return 2
@@ -102,7 +109,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # warm the Numba cache for both CC modes on the smallest runs
         for warm in [d for d in folders if d.name.startswith("S1")] or folders[:1]:
-            run_once(warm, Path(tmp) / "warm", args.mode)
+            run_once(warm, Path(tmp) / "warm", args.mode, fluid=args.fluid)
         hdr = (f"{'run':<10} {'way':<7} {'wall s':>8} {'ref s':>7} {'speedup':>7} {'events':>12} {'ref events':>12} "
                f"{'Mev/s':>6} {'RSS MB':>7} {'ref MB':>7} {'FCT err mean':>12} {'max':>7} {'mean FCT':>8} "
                f"{'missing':>7} {'fct.txt':>9} {'pfc.txt':>9}")
@@ -112,7 +119,7 @@ def main() -> int:
             ref = reference_figures(folder)
             for way in args.ways:
                 out = Path(tmp) / f"{folder.name}-{way}"
-                s = run_once(folder, out, args.mode, way)
+                s = run_once(folder, out, args.mode, way, args.fluid)
                 ours_fct = Path(s["outputs"]["fct"])
                 mean_e, max_e, mean_fct, missing = fct_errors(folder / "fct.original-hpcc.txt", ours_fct)
                 same_fct = ours_fct.read_bytes() == (folder / "fct.original-hpcc.txt").read_bytes()
