@@ -131,7 +131,8 @@ FT_FLUID_FIRST = 53  # ... snd_nxt when it sent again (its first packet starts t
 FT_RESV = 54  # ... hops holding its reservation: bit j data-path hop j, bit 8 + j ACK-path hop j
 FT_GROUP = 55  # fluid: the flow whose data group it went fluid with (a fluid pass's union-find while live)
 FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns), -1 if it may not go fluid
-FT_LEN = 57
+FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
+FT_LEN = 58
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate

@@ -118,7 +118,7 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
         k = flows.table[f, FT_PART]
         if parts.table[k, WP_STATE] == FROZEN:
             thaw(net, flows, events, cfg, state, parts, k)
-        thaw_group(net, flows, events, cfg, state, parts, f, False)
+        thaw_group(net, flows, events, cfg, state, parts, f, False, False)
     else:
         cc.on_timer(flows, events, cfg, state, f, timer)
 

@@ -24,8 +24,9 @@ from ..layout import (CC_HPCC, CI_ACK_SIZE, CI_CC_MODE, CI_DATA_HDR, CI_PAYLOAD,
                       FT_BYTES_RX, FT_DPATH, FT_FLUID, FT_FLUID_CAP, FT_FLUID_FIRST, FT_FLUID_LAST, FT_FLUID_T0,
                       FT_HIGH_SEQ, FT_LAST_UPD, FT_NEXT_AVAIL, FT_NSAMP, FT_PKTS_SENT, FT_RESV, FT_RX_EXPECTED,
                       FT_RX_LAST_NACK, FT_RX_NACK_TIMER, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, FT_WSAMP,
-                      KIND_DATA, NQ, PK_FLOW, PK_HOP, PK_KIND, PK_NEXT, PK_PAYLOAD, PK_SEQ, PT_LN_HEAD, QT_HEAD, ST_NOW,
-                      PT_FLUID_BYTES, ST_WH_EV_SKIPPED, ST_WH_FLUID, ST_WH_FLUID_NOW, ST_WH_FLUID_THAWS)
+                      FT_REFLUID, KIND_DATA, NQ, PK_FLOW, PK_HOP, PK_KIND, PK_NEXT, PK_PAYLOAD, PK_SEQ, PT_LN_HEAD,
+                      QT_HEAD, ST_NOW, PT_FLUID_BYTES, ST_WH_EV_SKIPPED, ST_WH_FLUID, ST_WH_FLUID_NOW,
+                      ST_WH_FLUID_THAWS)
 from ..queue import q_remove, q_set
 from ..share import accrue, reserve
 from ..slots import T_FLUID, T_TIMERS, kick, qp_slot, wh_seq
@@ -161,6 +162,7 @@ def go_fluid(net, flows, events, cfg, state, f, rate, plan_ns, cap):
     ft, ff = flows.table, flows.rates
     now = state[ST_NOW]
     ft[f, FT_FLUID] = 1
+    ft[f, FT_REFLUID] = 0  # its window, short or full, is spent
     ft[f, FT_FLUID_T0] = now
     ft[f, FT_FLUID_CAP] = cap
     ft[f, FT_FLUID_LAST] = ft[f, FT_SND_NXT]
