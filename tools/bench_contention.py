@@ -24,6 +24,8 @@ fluid episodes, and after its last one, and the episodes per flow.  Measured 202
 the full-size AICB iteration (its 190 flows of 406 MB starting at 1000-1150 ms, HPCC): 3.2%
 before, 26.1% between (12.6 episodes per flow, 1.43 ms live per gap, about one full window:
 contended flows must show a full window again after each thaw), 1.3% after; events avoided 77.6%.
+Since a group thawed for the load around it may come back after a short window (``FT_REFLUID``):
+3.1% before, 21.1% between (11.8 per flow, 1.24 ms per gap), 1.4% after; 81.0% avoided.
 
 ``--trace`` follows the wormhole run's steadiness: about every millisecond, for each live partition
 of two flows or more, how many of its flows have a full window, and how many of those pass the
