@@ -108,10 +108,10 @@ class FastForward:
     # also fast-forward steady data groups inside a partition that is not steady as a whole
     # (wormhole/fluid.py, fluid_groups.py): opt-in (--ff-fluid) until it meets the accuracy bounds
     # by default.  Measured 2026-12-03 (HPCC, README "Fluid flows"): on the 128-GPU AICB iteration
-    # on fat-tree:k=8 73.7% of events avoided, 4.5x, mean FCT -0.08%, iteration 0.51%, but per-flow
-    # 4.18% / 46.1% against a 1-ns noise floor of 2.58% / 36.6%; on flow files cut from it at
-    # collectives / 10 (not chaotic) within the bounds (0.52% / 3.32%, 0.61% / 5.43%); under DCQCN
-    # beyond them (a 16-GPU DDP iteration: per-flow 10.6% against a floor of 11.4%, iteration 2.35%)
+    # on fat-tree:k=8 77.8% of events avoided, 4.8x, mean FCT +0.14%, iteration 0.03%, but per-flow
+    # 4.29% / 47.4% against a 2-draw noise floor of 2.58% / 37.4%; on flow files cut from it (not
+    # chaotic) within the bounds (full size 0.40% / 2.53%); the reference run S9 (HPCC) 1.24% mean;
+    # under DCQCN beyond them (a 16-GPU DDP iteration: iteration time 2.35% off; S4 3.79%, S5 4.60%)
     fluid: bool = False
     releaser_share: float = 1.0 / 16
     # jump contended partitions whose shares wander at their window means (wormhole/steadiness.
