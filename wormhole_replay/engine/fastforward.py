@@ -111,7 +111,7 @@ class FastForward:
     # on fat-tree:k=8 77.8% of events avoided, 4.8x, mean FCT +0.14%, iteration 0.03%, but per-flow
     # 4.29% / 47.4% against a 2-draw noise floor of 2.58% / 37.4%; on flow files cut from it (not
     # chaotic) within the bounds (full size 0.40% / 2.53%); the reference run S9 (HPCC) 1.24% mean;
-    # under DCQCN beyond them (a 16-GPU DDP iteration: iteration time 2.35% off; S4 3.79%, S5 4.60%)
+    # under DCQCN beyond them (a 16-GPU DDP iteration: iteration time 2.75% off; S4 3.79%, S5 4.60%)
     fluid: bool = False
     releaser_share: float = 1.0 / 16
     # jump contended partitions whose shares wander at their window means (wormhole/steadiness.
