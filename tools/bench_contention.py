@@ -328,7 +328,11 @@ def main() -> int:
         if a.episodes and (not a.fluid or a.trace):
             raise InputError("--episodes follows fluid episodes: it needs --fluid, and not --trace")
         if a.cut:
-            flows = cut(a.cut[0], float(a.cut[1]), float(a.cut[2]))
+            try:
+                lo, hi = float(a.cut[1]), float(a.cut[2])
+            except ValueError:
+                raise InputError(f"--cut: LO and HI are milliseconds, not {a.cut[1]!r} {a.cut[2]!r}") from None
+            flows = cut(a.cut[0], lo, hi)
         else:
             flows = load_trace(a.workload) if a.workload else rings(a.topology, a.strides, a.size)
         run(rings(a.topology, [1], 0.1), a.topology, "hpcc", "wormhole")  # compile first: neither mode pays

@@ -44,11 +44,18 @@ def wire_bytes(cfg, b):
 def credit_jump(net, flows, cfg, f, b):
     """A jump credited flow f ``b`` payload bytes (``jump._credit``): its links carried them."""
     data, ack = wire_bytes(cfg, b)
+    add_to_paths(net, flows, f, PT_JUMP_BYTES, data, ack)
+
+
+@kernel
+def add_to_paths(net, flows, f, column, data, ack):
+    """Port column ``column`` grows by ``data`` at each port of flow f's data path and by ``ack``
+    at each of its ACK path (bytes its links carried, or count for INT)."""
     ft, paths = flows.table, flows.paths
     for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        net.ports[paths[j], PT_JUMP_BYTES] += data
+        net.ports[paths[j], column] += data
     for j in range(ft[f, FT_APATH], ports_end(flows, f)):
-        net.ports[paths[j], PT_JUMP_BYTES] += ack
+        net.ports[paths[j], column] += ack
 
 
 @kernel(inline="always")
@@ -93,10 +100,7 @@ def count_in_int(net, flows, cfg, state, parts, k):
     while f >= 0:
         if ft[f, FT_CREDIT] > 0:
             data, ack = wire_bytes(cfg, ft[f, FT_CREDIT])
-            for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-                ports[flows.paths[j], PT_FLUID_BYTES] += data
-            for j in range(ft[f, FT_APATH], ports_end(flows, f)):
-                ports[flows.paths[j], PT_FLUID_BYTES] += ack
+            add_to_paths(net, flows, f, PT_FLUID_BYTES, data, ack)
         f = ft[f, FT_PNEXT]
     p = wp[k, WP_PORTS]
     while p >= 0:

@@ -30,7 +30,7 @@ from ..layout import (CC_HPCC, CI_ACK_SIZE, CI_CC_MODE, CI_DATA_HDR, CI_PAYLOAD,
 from ..queue import q_remove, q_set
 from ..share import accrue, reserve
 from ..slots import T_FLUID, T_TIMERS, kick, qp_slot, wh_seq
-from .credit import wire_bytes
+from .credit import add_to_paths, wire_bytes
 from .jump import _park, _unpark
 from .partitions import ports_end
 
@@ -148,11 +148,7 @@ def _count_exactly(net, flows, cfg, f, rate, b, shift):
     data, ack = wire_bytes(cfg, b)
     d = data - np.int64(np.round(_share(cfg, rate, True) * (shift / 8e9)))
     a = ack - np.int64(np.round(_share(cfg, rate, False) * (shift / 8e9)))
-    ft, paths = flows.table, flows.paths
-    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        net.ports[paths[j], PT_FLUID_BYTES] += d
-    for j in range(ft[f, FT_APATH], ports_end(flows, f)):
-        net.ports[paths[j], PT_FLUID_BYTES] += a
+    add_to_paths(net, flows, f, PT_FLUID_BYTES, d, a)
 
 
 @kernel

@@ -306,6 +306,7 @@ def _data_groups(net, flows, parts, k):
     while f >= 0:
         if ft[f, FT_FLUID] == 0:
             ft[f, FT_GROUP] = f
+            ft[f, FT_GROUP_PLAN] = NEVER  # no plan yet (fluid_pass: the shortest of its flows')
         f = ft[f, FT_PNEXT]
     f = wp[k, WP_FLOWS]
     while f >= 0:
@@ -379,11 +380,6 @@ def fluid_pass(net, flows, events, cfg, state, parts, k):
     # cannot contend or its group thawed only for the load around it, now taken up) for long enough
     # to go fluid; a group goes if every flow of it may, for the shortest of their jumps
     _data_groups(net, flows, parts, k)
-    f = wp[k, WP_FLOWS]
-    while f >= 0:
-        if ft[f, FT_FLUID] == 0:
-            ft[f, FT_GROUP_PLAN] = NEVER
-        f = ft[f, FT_PNEXT]
     f = wp[k, WP_FLOWS]
     while f >= 0:
         ft[f, FT_WINDOW] = 0
