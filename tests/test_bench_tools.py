@@ -123,3 +123,15 @@ def test_bench_contention_episodes_split_a_flows_live_time_around_its_fluid_epis
     assert "20.0% after the last; 0 flows never fluid" in text
     text = episodes.report(flows, np.array([True, True]))
     assert "live 60.0% of the flows' time before" in text and "1 flows never fluid" in text
+
+
+def test_bench_contention_memo_runs_wormhole_mode_on_a_new_database(tmp_path):
+    """``--memo``: the wormhole run keeps a memo database (its counters in the result), the full
+    run none.  Catches the database dropped on the way, or handed to the full run."""
+    tool = _tool("bench_contention")
+    flows = tool.rings("fat-tree:k=4", [1], 0.1)
+    db = tmp_path / "memo.sqlite"
+    fast, _ = tool.run(flows, "fat-tree:k=4", "hpcc", "wormhole", memo_db=str(db))
+    assert "memo_inserts" in fast.counters["wormhole"] and db.is_file()
+    full, _ = tool.run(flows, "fat-tree:k=4", "hpcc", "full", memo_db=str(tmp_path / "other.sqlite"))
+    assert not (tmp_path / "other.sqlite").exists()
