@@ -349,7 +349,7 @@ def main() -> int:
         else:
             flows = load_trace(a.workload) if a.workload else rings(a.topology, a.strides, a.size)
         run(rings(a.topology, [1], 0.1), a.topology, "hpcc", "wormhole")  # compile first: neither mode pays
-        tmp = tempfile.TemporaryDirectory()
+        tmp = tempfile.TemporaryDirectory() if a.memo else None  # the memo databases of --memo
         for cc in [a.cc] if a.cc else ["hpcc", "dcqcn"]:
             progress = Progress() if a.coupling or a.predict else None
             if progress is not None:
@@ -368,7 +368,7 @@ def main() -> int:
             episodes = Episodes() if a.episodes else None
             if episodes is not None:
                 engine_simulate.SLICE_EVENTS = 5000  # which flows are fluid, read between slices
-            db = str(Path(tmp.name) / f"memo-{cc}.sqlite") if a.memo else None
+            db = str(Path(tmp.name) / f"memo-{cc}.sqlite") if tmp else None
             fast, t_fast = run(flows, a.topology, cc, "wormhole", Steadiness() if a.trace else episodes, a.fluid, db)
             engine_simulate.SLICE_EVENTS = 1_000_000
             net = ~full.flows["virtual"].to_numpy()  # network flows (a trace also has compute ops)
