@@ -8,7 +8,9 @@ against full; per iteration of each wormhole run its wall time and its memo hit 
 transients looked up); and the warm run's largest difference from the cold one.
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
-                               [--shared-prefixes] [--db memo.sqlite]
+                               [--shared-prefixes] [--episodes] [--db memo.sqlite]
+
+``--episodes`` lets the memo take whole iterations (``replay --memo-episodes``, README "Episodes").
 
 The noise floor printed last is the full simulation against itself with one compute op 1 ns
 longer (the first one something depends on: ``audit.compare.perturb_ops``, as ``audit
@@ -32,13 +34,14 @@ from wormhole_replay.workload.trace import Trace, load_trace
 TOPOLOGY = "rail:servers=4,gpus_per_server=4"
 
 
-def errors(base, other) -> tuple[float, float, float]:
-    """Per-flow FCT error mean and p99 over network flows, and the largest iteration-time error."""
+def errors(base, other) -> tuple[float, float, float, float]:
+    """Per-flow FCT error mean and p99 over network flows, the largest iteration-time error, and the
+    mean FCT's error."""
     net = ~base.flows["virtual"].to_numpy()
     a, b = base.flows["fct_ns"].to_numpy(float)[net], other.flows["fct_ns"].to_numpy(float)[net]
     e = np.abs(b - a) / a
     ia, ib = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
-    return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia))
+    return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia)), float(b.mean() / a.mean() - 1)
 
 
 def main() -> int:
@@ -48,6 +51,7 @@ def main() -> int:
     ap.add_argument("--cc", default="dcqcn", choices=["dcqcn", "hpcc"])
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--shared-prefixes", action="store_true", help="memoize prefixes of shared transients too")
+    ap.add_argument("--episodes", action="store_true", help="let the memo take whole iterations (--memo-episodes)")
     ap.add_argument("--db", help="memo database (default: a new temporary SQLite file)")
     a = ap.parse_args()
     trace = load_trace(a.trace)
@@ -57,21 +61,22 @@ def main() -> int:
     replay(trace, **{**run, "iterations": 1}, mode="wormhole", memo_db=str(Path(tmp.name) / "warm-up.sqlite"))
     full = replay(trace, **run, mode="full")
     plain = replay(trace, **run)  # wormhole mode without a memo: what the memo adds is against this
-    cold = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
-    warm = replay(trace, **run, memo_db=db, memo_shared_prefixes=a.shared_prefixes)
+    memo = dict(memo_db=db, memo_shared_prefixes=a.shared_prefixes, memo_episodes=a.episodes)
+    cold = replay(trace, **run, **memo)
+    warm = replay(trace, **run, **memo)
     floor = replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full")
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
-          f"{', shared prefixes memoized' if a.shared_prefixes else ''}")
+          f"{', shared prefixes memoized' if a.shared_prefixes else ''}{', whole iterations memoized' if a.episodes else ''}")
     print(f"{'run':7s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
-          f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s}")
+          f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s} {'mean FCT':>8s}")
     for name, r in (("full", full), ("no memo", plain), ("cold", cold), ("warm", warm)):
         c, w = r.counters, r.counters.get("wormhole", {})
-        m, p99, it = errors(full, r)
+        m, p99, it, mf = errors(full, r)
         looked = w.get("memo_hits", 0) + w.get("memo_misses", 0) + w.get("memo_refused", 0)
         print(f"{name:7s} {c['wall_seconds']:7.2f} {full.counters['wall_seconds'] / c['wall_seconds']:7.2f}x "
               f"{c['events']:11,d} {w.get('memo_hits', 0):5d} {looked:7d} {w.get('memo_entries_at_start', 0):8d} "
-              f"{m:12.2%} {p99:7.2%} {it:8.2%}")
+              f"{m:12.2%} {p99:7.2%} {it:8.2%} {mf:+8.2%}")
     for name, r in (("cold", cold), ("warm", warm)):
         it = r.iterations
         rate = it["memo_hits"] / np.maximum(it["memo_lookups"], 1)
@@ -79,12 +84,12 @@ def main() -> int:
         cells = ", ".join(f"#{int(i)} {s:.2f} s ({first / s:.1f}x) hits {int(h)}/{int(n)} ({q:.0%})" for i, s, h, n, q in
                           zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
         print(f"{name} iterations: {cells}")
-    m, p99, it = errors(cold, warm)
+    m, p99, it, mf = errors(cold, warm)
     print(f"warm vs cold: wall {cold.counters['wall_seconds'] / warm.counters['wall_seconds']:.2f}x faster; "
-          f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}")
-    m, p99, it = errors(full, floor)
+          f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}; mean FCT {mf:+.2%}")
+    m, p99, it, mf = errors(full, floor)
     print(f"noise floor (full vs full with one compute op 1 ns longer): FCT mean {m:.2%}, p99 {p99:.2%}; "
-          f"iteration time {it:.2%}")
+          f"iteration time {it:.2%}; mean FCT {mf:+.2%}")
     tmp.cleanup()
     return 0
 

@@ -36,6 +36,7 @@ class Run:
     memo_db: str | None = None  # memo database (path or URL) used in wormhole mode; None: no memo
     memo_shared_prefixes: bool = False  # also memoize transients of flows sharing links up to a change
     memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
+    memo_episodes: list | None = None  # groups of flows (a replay's iterations) the memo may take whole (memo/episodes.py)
     journal: bool = False  # wormhole without a memo database: still keep the journal of jumps
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
     monitor: MonitorSpec | None = None  # link samples and / or the reference's qlen.txt (engine/monitor.py)
@@ -161,7 +162,8 @@ def _execute(run: Run, on_slice) -> Result:
     memo = Memoizer(run.memo_db, shared_prefixes=run.memo_shared_prefixes, spot_check=run.memo_spot_check)
     try:
         result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
-                           on_slice=on_slice, fast_forward=run.fast_forward, memo=memo.session_for(run.topo, run.cfg),
+                           on_slice=on_slice, fast_forward=run.fast_forward,
+                           memo=memo.session_for(run.topo, run.cfg, run.flows, run.memo_episodes),
                            monitor=run.monitor)
         result.counters["wormhole"].update(memo.finish(result.counters, run.source_digest))
     finally:

@@ -20,8 +20,8 @@ from .audit import command as _audit
 from .observe import command as _report
 from .memo import commands as _memo
 from .sweep import command as _sweep
-from .options import (add_job_option, add_mode_options, add_monitor_option, add_port_option, fast_forward_from_args,
-                      jobs_or_trace, memo_db_from_args, monitor_interval_from_args)
+from .options import (add_episodes_option, add_job_option, add_mode_options, add_monitor_option, add_port_option,
+                      fast_forward_from_args, jobs_or_trace, memo_db_from_args, monitor_interval_from_args)
 
 PROG = "wormhole-replay"
 
@@ -158,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     _report.add_report_option(r)
     add_port_option(r)
     add_mode_options(r)
+    add_episodes_option(r)
 
     _memo.add_parser(sub, _Parser)
     _audit.add_parser(sub, _Parser)
@@ -321,7 +322,8 @@ def cmd_replay(args) -> int:
     out = Path(args.out)
     res = replay(jobs_or_trace(args, "replay"), args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
-                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes, ports=args.ports,
+                 memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes,
+                 memo_episodes=args.memo_episodes, ports=args.ports,
                  gpus=args.gpus, monitor=monitor)
     tables = {"flows": res.flows, "collectives": res.collectives, "iterations": res.iterations,
               "breakdown": res.breakdown, "layers": res.layers, "fct": format_fct(res.flows),

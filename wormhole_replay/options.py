@@ -48,6 +48,14 @@ def add_wormhole_options(p) -> None:
                         "(faster, less exact: see README)")
 
 
+def add_episodes_option(p) -> None:
+    """``--memo-episodes`` (replay and audit): whole iterations from the memo (``memo/episodes.py``)."""
+    p.add_argument("--memo-episodes", action="store_true",
+                   help="take whole iterations from the memo where one with the same flows and DAG ran alone on the "
+                        "network before (in this run or an earlier one): much faster, at the full simulation's own "
+                        "iteration-to-iteration variation (opt-in: see the README, 'Episodes')")
+
+
 def add_port_option(p) -> None:
     """``--ports``: which source port (and so which ECMP path) a replayed flow takes."""
     p.add_argument("--ports", choices=PORT_MODELS, default="connection",

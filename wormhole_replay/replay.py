@@ -77,6 +77,7 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
+           memo_episodes: bool = False,
            ports: str = "connection", on_slice=None, gpus: int | None = None,
            monitor: int | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace`, a native trace file, or a list of jobs replayed together
@@ -86,6 +87,8 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     ``wormhole`` (steady partitions fast-forwarded, ``fast_forward`` options) or ``full``;
     ``memo_db`` (wormhole mode) a memo database path or URL to take transients from and add to,
     ``memo_spot_check`` how many hits (of distinct entries) to simulate and check instead of apply;
+    ``memo_episodes`` lets the memo take whole iterations that ran alone on the network
+    (``memo/episodes.py``; opt-in: hits carry the full run's iteration-to-iteration variation);
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
@@ -134,6 +137,11 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     keys = np.unique(key_of)
     done_wall = np.full(len(keys), np.nan)
     flow_key = np.searchsorted(keys, key_of)
+    if memo_episodes and run.memo_db is not None and run.fast_forward is not None:
+        # one group per (job, iteration), in the order they run; flows by rank, then op (a copy of
+        # an iteration numbers its ops in the order of its model's, rank by rank), then id
+        by = info.assign(flow=np.arange(len(info))).sort_values(["iteration", "job", "rank", "op_id", "flow"])
+        run.memo_episodes = [g["flow"].to_numpy() for _, g in by.groupby(["iteration", "job"], sort=False)]
     t0 = time.perf_counter()
 
     def each_slice(state):  # wall-clock time at which each iteration's last flow was done

@@ -48,7 +48,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files import sha256_file
-from ..options import add_job_option, add_port_option, add_wormhole_options, fast_forward_options, jobs_or_trace
+from ..options import (add_episodes_option, add_job_option, add_port_option, add_wormhole_options,
+                       fast_forward_options, jobs_or_trace)
 
 BASELINE_SCHEMA = "wormhole-replay-audit-baseline"
 AUDIT_SCHEMA = "wormhole-replay-audit"
@@ -114,6 +115,7 @@ def add_parser(subparsers, parser_class=None):
     a.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_port_option(a)
     add_wormhole_options(a)  # the accelerated run: the same knobs as replay's
+    add_episodes_option(a)
     return a
 
 
@@ -352,7 +354,7 @@ def _runs(plan: Plan, args) -> dict:
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
                   progress=not args.quiet, ports=args.ports, gpus=plan.gpus)
     wh = dict(mode="wormhole", fast_forward=plan.fast_forward, memo_db=plan.memo_db,
-              memo_shared_prefixes=args.memo_shared_prefixes, journal=True)
+              memo_shared_prefixes=args.memo_shared_prefixes, memo_episodes=args.memo_episodes, journal=True)
     runs = {"sources": {}}
     _say(args, "warm-up (compiling or loading the engine's kernels, untimed)")
     runs["warmup_seconds"] = _warm_up(plan)

@@ -236,7 +236,8 @@ CI_WH_L = 61  # samples in the steadiness window
 CI_WH_TAIL = 62  # ns of a flow's end simulated packet by packet after a fast-forward
 CI_WH_MIN_JUMP = 63  # ns: shorter fast-forwards are not worth their bookkeeping
 CI_MEMO = 64  # memo log (stop with RUN_MEMO) bits: MEMO_ON partition events, MEMO_SAMPLES rate samples,
-# MEMO_SHORT short flat windows; Python sets the last two only while it has a use for them
+# MEMO_SHORT short flat windows, MEMO_EMPTIED partitions emptied; Python sets the last three only
+# while it has a use for them
 CI_WH_SHORT = 65  # samples that show a steady state where flows cannot contend, or one the memo knows
 CI_WH_FLUID = 66  # 1: steady flows inside a partition that is not steady may become fluid (wormhole/fluid)
 CI_WH_MEAN = 67  # 1: a contended partition whose shares wander may jump at its window means (mean jumps)
@@ -324,9 +325,11 @@ ML_STEADY = 2  # the partition was found steady and froze (store the transient t
 ML_SAMPLED = 3  # rates were sampled (ML_PART -1): snapshot the transients being learned
 ML_THAWED = 4  # the partition's jump ended (the journal of jumps)
 ML_SHORT = 5  # the partition's flows are flat over a short window: a known steady state?
+ML_EMPTIED = 6  # the partition's last flow finished (the row is free): the network may be idle
 MEMO_ON = 1
 MEMO_SAMPLES = 2
 MEMO_SHORT = 4
+MEMO_EMPTIED = 8
 WH_SEQ_BASE = 1 << 60
 
 # --- kernel return codes -----------------------------------------------------------------------

@@ -34,8 +34,9 @@ STEADY = L.ML_STEADY  # a partition was found steady and froze
 SAMPLED = L.ML_SAMPLED  # rates were sampled (partition -1)
 THAWED = L.ML_THAWED  # a partition's jump ended
 SHORT = L.ML_SHORT  # a partition's flows are flat over a short window
+EMPTIED = L.ML_EMPTIED  # a partition's last flow finished (its row is free)
 # what the memo asks the engine to log (``set_log``)
-LOG_ON, LOG_SAMPLES, LOG_SHORT = L.MEMO_ON, L.MEMO_SAMPLES, L.MEMO_SHORT
+LOG_ON, LOG_SAMPLES, LOG_SHORT, LOG_EMPTIED = L.MEMO_ON, L.MEMO_SAMPLES, L.MEMO_SHORT, L.MEMO_EMPTIED
 
 
 class EngineView:
@@ -43,6 +44,7 @@ class EngineView:
 
     def __init__(self, engine):
         self._e = engine
+        self._acked_after = []  # (flows, ns from start to last ACK) of flows made timers
 
     # ------------------------------------------------------------------ the log and the clock
     def take_records(self) -> list[tuple[int, int, int, int]]:
@@ -230,6 +232,48 @@ class EngineView:
             return True
         ff[at], ft[at] = saved_f, saved_i
         return False
+
+    # ------------------------------------------------------------------ whole flows (memo/episodes.py)
+    def any_started(self, flows) -> bool:
+        return bool((self._e.flows.table[np.asarray(flows, np.int64), L.FT_STATE] != 0).any())
+
+    def acknowledged(self, f: int) -> bool:
+        """Flow f has its last ACK (its sender is done)."""
+        return bool(self._e.flows.table[f, L.FT_FINISH] >= 0)
+
+    def flow_times(self, flows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start, last byte received and last ACK of ``flows`` (-1 where not yet)."""
+        ft = self._e.flows.table
+        at = np.asarray(flows, np.int64)
+        start = np.where(ft[at, L.FT_STATE] != 0, ft[at, L.FT_START], -1)
+        return start, ft[at, L.FT_RX_DONE].copy(), ft[at, L.FT_FINISH].copy()
+
+    def active_between(self, t0: int, t1: int, flows) -> bool:
+        """Some flow of ``flows`` had started before ``t1`` and was not done (acknowledged) by ``t0``."""
+        start, _, fin = self.flow_times(flows)
+        return bool(((start >= 0) & (start < t1) & ((fin < 0) | (fin > t0))).any())
+
+    def make_timers(self, flows, rx_ns, fct_ns) -> None:
+        """Network ``flows``, none started, become timers: each, once it starts, is received
+        ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
+        (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided."""
+        e = self._e
+        ft, paths = e.flows.table, e.flows.paths
+        at = np.asarray(flows, np.int64)
+        assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
+        ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
+        ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
+        ends = np.append(ft[1:, L.FT_DPATH], len(paths))[at]
+        packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
+        e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * (ends - ft[at, L.FT_DPATH])).sum())  # as a jump counts them
+        self._acked_after.append((at, np.asarray(fct_ns, np.int64)))
+
+    def settle_timers(self) -> None:
+        """At the end of the run: each timer flow's last ACK at its start plus its ``fct_ns``."""
+        ft = self._e.flows.table
+        for at, fct in self._acked_after:
+            done = ft[at, L.FT_FINISH] >= 0
+            ft[at[done], L.FT_FINISH] = ft[at[done], L.FT_START] + fct[done]
 
     def freeze_at(self, k: int, flows, rates) -> bool:
         """Freeze live partition k now at known steady ``rates`` (in the order of ``flows``);

@@ -79,6 +79,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         session = memo(plan)
         view = EngineView(state)
         view.set_log(session.log_bits())
+        session.start(view)
     reported = 0
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
@@ -112,6 +113,8 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             break
     if bar is not None:
         bar.close()
+    if session is not None:
+        session.finish(view)
     _monitor.finish(state)
     state.events = None  # the queue is done with (a third of a large run's memory), before the tables below
     wall = time.perf_counter() - t0

@@ -20,6 +20,13 @@ fingerprint (``memo/fingerprint.py``):
 * ``steady``: ``key`` is the FCG with the steady rates as vertex weights; ``value`` is
   ``{"rates": [float per vertex]}`` (the unquantised rates, bits per second), optionally ``"cc"``.
 
+* ``episode``: a replay's iteration that ran alone on the network (``memo/episodes.py``); ``key``
+  has one vertex per flow of the iteration in id order, weighted by a digest of what its course
+  depends on, and its DAG inside the iteration as edges (weight 1: i precedes j, 2: j precedes i);
+  ``wl_hash`` is the key's SHA-256; ``value`` is ``{"rx_ns": [int per vertex], "fct_ns": [int per
+  vertex]}``: each network flow's time from its start to its last byte received and to its last
+  ACK (-1 for a virtual flow).
+
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
 entry uniquely (the store's unique key): two processes that learn the same FCG in the same vertex
@@ -33,7 +40,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-KINDS = ("transient", "steady", "course")
+KINDS = ("transient", "steady", "course", "episode")
 CC_FIELDS = 16  # per-flow CC state a value may carry (engine/memo_view.py: CC_RATES, CC_COUNTERS, timer phases)
 
 
@@ -88,6 +95,12 @@ def validate(d: dict) -> MemoEntry:
     if e != sorted(e) or len({(a, b) for a, b, _ in e}) != len(e):
         raise ValueError("key.e must be sorted without repeated pairs")
     val = d["value"]
+    if d["kind"] == "episode":
+        for name in ("rx_ns", "fct_ns"):
+            x = val.get(name)
+            if not isinstance(x, list) or len(x) != n or not all(type(y) is int and y >= -1 for y in x):
+                raise ValueError(f"value.{name} must hold one integer (-1 or more) per vertex")
+        return _checked(d, val)
     rates = val.get("rates")
     if not isinstance(rates, list) or len(rates) != n or not all(
             isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < 1e15 for r in rates):
@@ -112,6 +125,10 @@ def validate(d: dict) -> MemoEntry:
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in row)
             for row in cc)):
         raise ValueError(f"value.cc must hold one row of {CC_FIELDS} numbers per vertex")
+    return _checked(d, val)
+
+
+def _checked(d: dict, val: dict) -> MemoEntry:
     entry = MemoEntry(d["kind"], d["fingerprint"], d["scheme"], d["wl_hash"], d["key"], val)
     if "digest" in d and d["digest"] != entry.digest:
         raise ValueError(f"digest {d['digest']!r} does not match the entry's content")

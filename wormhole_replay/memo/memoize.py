@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import fcg
 from .fingerprint import fingerprint
+from .episodes import Episodes
 from .session import MemoSession
 from .store import MemoStore
 
@@ -33,16 +34,19 @@ class Memoizer:
         self._flushed = 0
         self._last_flush = time.perf_counter()
 
-    def session_for(self, topo, cfg):
-        """The engine's ``memo`` argument: makes the run's session once the options are resolved."""
+    def session_for(self, topo, cfg, flows=None, episodes=None):
+        """The engine's ``memo`` argument: makes the run's session once the options are resolved.
+        ``episodes``: groups of ``flows`` (a replay's iterations) to take whole from the memo
+        (``memo/episodes.py``)."""
 
         def make(plan) -> MemoSession:
             ff = plan.fast_forward
             fp = fingerprint(topo, cfg, ff)
             self.store = MemoStore.open(self.target)
+            whole = None if episodes is None else (lambda known: Episodes(flows, plan.sport, episodes, known))
             self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples,
                                        ff.short_samples, shared_prefixes=self.shared_prefixes,
-                                       on_learn=self._maybe_flush, spot_check=self.spot_check)
+                                       on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole)
             return self.session
 
         return make

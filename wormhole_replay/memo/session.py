@@ -50,6 +50,7 @@ import numpy as np
 from ..engine import memo_view as V
 from . import fcg
 from .entry import CC_FIELDS, MemoEntry
+from .episodes import KIND as EPISODE
 
 assert V.CC_FIELDS == CC_FIELDS, "the engine's CC state changed: bump fcg.SCHEME and entry.CC_FIELDS"
 
@@ -85,7 +86,8 @@ class Transient:
 
 class MemoSession:
     def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int, short_samples: int,
-                 shared_prefixes: bool = False, on_learn=None, spot_check: int = 0, lookups: bool = True):
+                 shared_prefixes: bool = False, on_learn=None, spot_check: int = 0, lookups: bool = True,
+                 episodes=None):
         self.fingerprint = fingerprint
         self.lookups = lookups  # False: keep the journal only (no memo database)
         self.spot_check = spot_check  # this many hits (of distinct entries) are checked, not applied
@@ -111,6 +113,8 @@ class MemoSession:
         self.pending: dict = {}  # partition -> (gen, t_change, FCG, snd_una at the change)
         self._confirmed: set = set()  # course entries whose first hit in this run, simulated, matched them
         self._refuted: set = set()  # ... that did not: never applied in this run
+        self.episode_entries: dict = {}  # key digest -> entry of kind "episode" (memo/episodes.py)
+        self.episodes = episodes(self.episode_entries) if episodes is not None else None
         self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_steady_hits": 0,
                          "memo_inserts": 0, "memo_too_large": 0, "memo_too_short": 0, "memo_settled": 0,
                          "memo_confirmed": 0, "memo_refuted": 0, "memo_unconfirmed": 0,
@@ -126,6 +130,8 @@ class MemoSession:
             bits |= V.LOG_SAMPLES
         if self.lookups and self._steady_known:
             bits |= V.LOG_SHORT
+        if self.episodes is not None:  # a stop where the network may have gone idle
+            bits |= V.LOG_EMPTIED
         return bits
 
     # ------------------------------------------------------------------ the in-memory index
@@ -133,6 +139,9 @@ class MemoSession:
         if e.digest in self._digests:
             return False
         self._digests.add(e.digest)
+        if e.kind == EPISODE:
+            self.episode_entries.setdefault(e.wl_hash, e)
+            return True
         self._steady_known += e.kind == "steady"
         self._buckets.setdefault((e.kind, e.wl_hash, e.n_vertices, e.n_edges), []).append((e, None))
         return True
@@ -200,8 +209,39 @@ class MemoSession:
         return fcg.build(flows, links, weights, lambda p: fcg.queue_level(engine.queue_bytes(p), payload))
 
     # ------------------------------------------------------------------ the log
+    def start(self, engine: V.EngineView) -> None:
+        """Before the first event: a first episode may be taken from the memo."""
+        if self.episodes is not None:
+            self.episodes.step(engine, self)
+
+    def finish(self, engine: V.EngineView) -> None:
+        """After the last event."""
+        if self.episodes is not None:
+            self.episodes.finish(engine)
+            self.counters.update(self.episodes.counters)
+
+    def learn_episode(self, key: dict, digest: str, value: dict) -> bool:
+        """Remember a group's course (``memo/episodes.py``); False if an equal key is known."""
+        e = MemoEntry(EPISODE, self.fingerprint, fcg.SCHEME, digest, key, value)
+        if digest in self.episode_entries or not self._add(e):
+            return False
+        self.new_entries.append(e)
+        self.counters["memo_inserts"] += 1
+        if self.on_learn is not None:
+            self.on_learn()
+        return True
+
+    def note_episode_hit(self, digest: str, first_flow: int, ns: int, payload_bytes: int) -> None:
+        self.counters["memo_hits"] += 1
+        self.hit_counts[digest] = self.hit_counts.get(digest, 0) + 1
+        was = self.jumped.get(digest, (0, 0))
+        self.jumped[digest] = (was[0] + ns, was[1] + payload_bytes)
+        self.hit_flows.append(first_flow)
+
     def handle(self, engine: V.EngineView) -> None:
         """Handle the memo log's records (the engine stopped with ``RUN_MEMO``)."""
+        if self.episodes is not None:
+            self.episodes.step(engine, self)
         records = engine.take_records()
         # transients that ended since the last stop (their partition changed or is gone): learn them
         if not self.lookups:
@@ -218,6 +258,8 @@ class MemoSession:
                 self._check(engine)
             elif kind == V.THAWED:
                 self._journal(engine, [(kind, k, gen, t)])
+            elif kind == V.EMPTIED:
+                continue  # only a stop for the episodes (above)
             elif not engine.exists(k) or engine.generation(k) != gen:
                 continue  # the partition changed again (or is gone) since: a later record stands
             elif kind == V.CHANGED:

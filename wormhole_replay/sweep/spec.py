@@ -77,6 +77,7 @@ RUN_FIELDS = {
     "ff_releaser_share": Field("float", "share of a releasing flow's FCT a contended jump may span (--ff-releaser-share)"),
     "ff_mean_jumps": Field("bool", "jump contended partitions at their flows' mean shares (--ff-mean-jumps)"),
     "memo_shared_prefixes": Field("bool", "--memo-shared-prefixes", REPLAY),
+    "memo_episodes": Field("bool", "--memo-episodes: whole iterations from the memo", REPLAY),
 }
 GEN_FIELDS = {
     "kind": Field("str", "gpt or moe", choices=("gpt", "moe")),
@@ -93,7 +94,7 @@ GEN_FIELDS = {
 }
 GEN_DEFAULTS = {"kind": "gpt", "tp": 1, "pp": 1, "ep": 1, "microbatches": 1, "bucket_mb": 25.0, "tflops": 150.0}
 CONFIG_VALUE = Field("config", "a config.txt value: a number, a string of its tokens, or a list of tokens")
-DEFAULTS = {"mode": "wormhole", "ports": "connection", "memo_shared_prefixes": False}
+DEFAULTS = {"mode": "wormhole", "ports": "connection", "memo_shared_prefixes": False, "memo_episodes": False}
 TABLES = ("gen", "config", "grid", "points")
 _FILE_KEYS = {k for k in CONFIG_KEYS if k.endswith("_FILE")}  # named by the spec's own fields instead
 

@@ -12,13 +12,13 @@ thaw (``fluid.neighbourhood_changed``).
 """
 
 from ..kernel import kernel
-from ..layout import (CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS,
-                      WP_NFLOWS, WP_PORTS, WP_STATE)
+from ..layout import (CI_MEMO, CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, MEMO_EMPTIED, ML_EMPTIED, PT_NUSE, PT_PART,
+                      PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS, WP_GEN, WP_NFLOWS, WP_PORTS, WP_STATE)
 from .fluid import release_all
 from .fluid_groups import neighbourhood_changed
 from .jump import thaw
 from .partitions import (FROZEN, changed, ensure_sampling, flow_link, flow_unlink, merge, part_free, part_new,
-                         port_link, port_unlink, ports_end, transient)
+                         port_link, port_unlink, ports_end, record, transient)
 
 
 @kernel
@@ -80,6 +80,8 @@ def flow_finished(net, flows, events, cfg, state, parts, f):
             if ports[p, PT_NUSE] == 0:
                 port_unlink(parts, net, p)
     if wp[k, WP_NFLOWS] == 0:
+        if cfg.ints[CI_MEMO] & MEMO_EMPTIED:  # memo/episodes.py: a whole iteration may have ended
+            record(parts, state, ML_EMPTIED, k, wp[k, WP_GEN])
         part_free(parts, state, k)
         return
     changed(parts, cfg, state, k)

@@ -1,0 +1,160 @@
+"""Episodes: whole iterations taken from the memo (issue 15).
+
+A replay names its iterations to the memo as *groups* of flows (one per job and iteration, flows by
+rank, then op, then id: the order in which ``repeat_iterations`` matches an iteration's copies).  A group whose
+network traffic ran on an otherwise idle network (no network flow of another group in flight from
+its first packet to its last ACK) is an *episode*: it starts with empty queues and new QPs, so its
+course is a function of its flows, their paths, the DAG between them and the network, except for
+the skew with which its ranks reach it (what they still compute when the network goes idle).  The
+memo learns each isolated episode's course, keyed by that structure (``key``), as the time each of
+its network flows took from its start to its last byte received (``rx_ns``, which releases its
+successors) and to its last ACK (``fct_ns``).  When a later group has the same key and none of its
+network flows has started, each of them becomes a timer of its learned duration (``EngineView
+.make_timers``): the DAG still times every op, so the group's flows start when its ranks reach them,
+and only the packets are not simulated.
+
+The skew is not in the key: on a 4-layer DDP GPT-13B of 16 GPUs on a k=4 fat-tree (HPCC, 4
+iterations of ``bench_scale``'s ``ddp16``, full run, 2026-12-03) the ranks reach the network 0.06-1.5
+ms apart from one iteration to the next (iteration 0 starts with none), and no two iterations start
+alike to within 50 us, so a key that held it would never hit.  What leaving it out costs was measured
+on that run by re-timing its DAG with iterations 1-3 taking iteration 0's network times: per-flow
+FCT 1.62-1.91% mean, 10.9-13.2% p99 against each iteration's own, mean FCT +0.28..+0.88%, iteration
+times within 0.4% (README, "Episodes").  A hit is the full run's own iteration-to-iteration
+variation, no more; whether that is within a workload's bounds is the noise floor's to say, which is
+why episodes are opt-in (``memo_episodes``).
+
+Groups are taken in order; a group is looked up once the group before it has ended (its network
+flows all acknowledged, or it was itself taken from the memo), while its own network flows all
+wait.  A hit whose flows then overlap another group's network flows in time (its ranks reached it
+early) is counted (``memo_episode_overlaps``): those flows did not meet each other's packets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..workload.flowfile import FlowSet
+from .entry import canonical_json
+
+KIND = "episode"
+BEFORE, AFTER = 1, 2  # an edge's weight: vertex i is a predecessor of vertex j (i < j), or j of i
+
+
+def key_of(flows: FlowSet, sport: np.ndarray, members: np.ndarray) -> dict:
+    """A group's structure as a memo key: one vertex per flow in ``members`` order (a group's
+    canonical order, the same in every copy of an iteration), weighted by a
+    63-bit digest of what its course depends on (network or virtual, hosts, size, ports, priority,
+    compute time, gap after its predecessors), and its DAG inside the group as edges; predecessors
+    outside the group set only when it starts, so they are left out."""
+    at = {int(f): i for i, f in enumerate(members)}
+    dur = flows.duration_ns if flows.duration_ns is not None else np.full(len(flows), -1)
+    delay = flows.delay_ns if flows.delay_ns is not None else np.zeros(len(flows), dtype=np.int64)
+    v, e = [], set()  # a flow may name one predecessor twice (two of its op's deps map to it)
+    for i, f in enumerate(members):
+        f = int(f)
+        what = [int(dur[f]), int(flows.src[f]), int(flows.dst[f]), int(flows.size[f]), int(sport[f]),
+                int(flows.dport[f]), int(flows.pg[f]), int(delay[f])]
+        v.append(int.from_bytes(hashlib.sha256(canonical_json(what).encode()).digest()[:8], "big") >> 1)
+        for d in flows.predecessors(f):
+            j = at.get(int(d))
+            if j is not None:
+                e.add((j, i, BEFORE) if j < i else (i, j, AFTER))
+    return {"v": v, "e": [list(x) for x in sorted(e)]}
+
+
+def key_digest(key: dict) -> str:
+    return hashlib.sha256(canonical_json(key).encode()).hexdigest()
+
+
+class Episodes:
+    """The groups of one run and what the memo knows of them; driven by ``MemoSession``."""
+
+    def __init__(self, flows: FlowSet, sport: np.ndarray, groups: list[np.ndarray], known: dict):
+        self.groups = [np.asarray(g, dtype=np.int64) for g in groups]
+        virtual = flows.is_virtual
+        self.positions = [np.flatnonzero(~virtual[g]) for g in self.groups]  # of each group's network flows
+        self.network = [g[p] for g, p in zip(self.groups, self.positions)]
+        self.all_network = np.flatnonzero(~virtual)
+        self.keys = [key_of(flows, sport, g) for g in self.groups]
+        self.digests = [key_digest(k) for k in self.keys]
+        self.known = known  # key digest -> MemoEntry (kind "episode"), shared with the session
+        self.next = 0  # the first group not yet ended or taken from the memo
+        self.acked = 0  # how many of its first network flows have their last ACK
+        self.hit = [False] * len(self.groups)
+        self.looked = [False] * len(self.groups)
+        self.sizes = flows.size
+        self.counters = {"memo_episode_hits": 0, "memo_episode_misses": 0, "memo_episode_learned": 0,
+                         "memo_episode_unisolated": 0, "memo_episode_overlaps": 0}
+
+    def step(self, engine, session) -> None:
+        """At a stop of the engine: learn the groups that have ended, and take from the memo the
+        ones that may start next."""
+        while self.next < len(self.groups):
+            i = self.next
+            net = self.network[i]
+            if not len(net):
+                self.next += 1
+                continue
+            if not self.hit[i] and not self.looked[i]:
+                self._look_up(engine, session, i)
+            if self.hit[i]:
+                self.next += 1
+                continue
+            # the flows are checked in order, each until it is done: a stop costs O(1), not O(group)
+            while self.acked < len(net) and engine.acknowledged(int(net[self.acked])):
+                self.acked += 1
+            if self.acked < len(net):
+                return
+            self.acked = 0
+            self._learn(engine, session, i)
+            self.next += 1
+
+    def _look_up(self, engine, session, i: int) -> None:
+        """Group i, whose predecessor has ended: a hit if the memo knows its key and none of its
+        network flows has started (else it is simulated)."""
+        self.looked[i] = True
+        net = self.network[i]
+        session.looked_flows.append(int(net[0]))
+        e = self.known.get(self.digests[i])
+        if e is None or e.key != self.keys[i] or engine.any_started(net):
+            self.counters["memo_episode_misses"] += 1
+            return
+        pos = self.positions[i]
+        rx = np.asarray(e.value["rx_ns"], dtype=np.int64)[pos]
+        fct = np.asarray(e.value["fct_ns"], dtype=np.int64)[pos]
+        engine.make_timers(net, rx, fct)
+        self.hit[i] = True
+        self.counters["memo_episode_hits"] += 1
+        session.note_episode_hit(e.digest, int(net[0]), int(rx.max()), int(self.sizes[net].sum()))
+
+    def _learn(self, engine, session, i: int) -> None:
+        """Group i has ended as simulated: remember its course if nothing else crossed the network
+        meanwhile."""
+        net = self.network[i]
+        start, rx, fin = engine.flow_times(net)
+        if engine.active_between(int(start.min()), int(fin.max()), self._others(i)):
+            self.counters["memo_episode_unisolated"] += 1
+            return
+        n = len(self.groups[i])
+        rx_ns, fct_ns = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        pos = self.positions[i]
+        rx_ns[pos], fct_ns[pos] = rx - start, fin - start
+        if session.learn_episode(self.keys[i], self.digests[i], {"rx_ns": rx_ns.tolist(), "fct_ns": fct_ns.tolist()}):
+            self.counters["memo_episode_learned"] += 1
+
+    def _others(self, i: int) -> np.ndarray:
+        """The network flows of every group but group i."""
+        return np.setdiff1d(self.all_network, self.network[i], assume_unique=True)
+
+    def finish(self, engine) -> None:
+        """At the end of the run: count the hits whose flows met another group's network flows in
+        time (which they did not see), and give every hit flow its learned time to its last ACK."""
+        for i in range(len(self.groups)):
+            if not self.hit[i]:
+                continue
+            start, _, fin = engine.flow_times(self.network[i])
+            if (start >= 0).all() and engine.active_between(int(start.min()), int(fin.max()), self._others(i)):
+                self.counters["memo_episode_overlaps"] += 1
+        engine.settle_timers()
