@@ -423,6 +423,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, small_trace):
     common = [str(small_trace), "--topology", SMALL_TOPO, *CONTENDED, "--cc", "hpcc", "--out", str(out), "--quiet"]
     for extra, says in ((["--max-mean-error", "lots"], "expected a fraction"),
                         (["--spot-check", "2", "--no-memo"], "needs a memo database"),
+                        (["--memo-episodes", "--no-memo"], "drop --no-memo"),
                         (["--baseline", str(tmp_path / "nothing")], "no such baseline folder"),
                         (["--baseline", str(tmp_path)], "not an audit baseline"),
                         (["--iterations", "4"], "the trace has 3 iteration(s)"),

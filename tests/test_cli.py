@@ -81,6 +81,9 @@ BAD = {
     "unknown option": (lambda d: ["simulate", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     "replay without a topology": (lambda d: ["replay", REPO / "traces" / "gpt-16gpu.trace.parquet", "--cc", "hpcc"],
                                   "the following arguments are required: --topology"),
+    "episodes without the memo": (lambda d: ["replay", REPO / "traces" / "gpt-16gpu.trace.parquet", "--topology",
+                                             TRACE_TOPO, "--cc", "hpcc", "--memo-episodes", "--no-memo"],
+                                  "--memo-episodes takes iterations from the memo database: drop --no-memo"),
     "replay of a missing trace": (lambda d: ["replay", d / "nope.parquet", "--topology", TRACE_TOPO, "--cc", "hpcc"],
                                   "nope.parquet: no such trace file"),
 }

@@ -88,6 +88,8 @@ def fast_forward_from_args(args):
 
 def memo_db_from_args(args, out_dir) -> str | None:
     """The memo database a run uses: ``--memo-db``, else ``memo.sqlite`` beside the outputs."""
+    if getattr(args, "memo_episodes", False) and args.no_memo:
+        raise InputError("--memo-episodes takes iterations from the memo database: drop --no-memo")
     if args.mode == "full" or args.no_memo:
         if args.memo_db and args.no_memo:
             raise InputError("give --memo-db or --no-memo, not both")

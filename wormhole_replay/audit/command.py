@@ -197,6 +197,8 @@ def _plan(args) -> Plan:
     if args.noise_floor > len(DRAW_DELAYS_NS):
         raise InputError(f"audit: --noise-floor {args.noise_floor}: at most {len(DRAW_DELAYS_NS)} draws "
                          f"(one op {delays(len(DRAW_DELAYS_NS))} longer)")
+    if args.memo_episodes and memo_db is None:
+        raise InputError("audit: --memo-episodes takes iterations from the memo database: drop --no-memo")
     if args.spot_check:
         if memo_db is None:
             raise InputError("audit: --spot-check checks memo hits; it needs a memo database (drop --no-memo)")
