@@ -23,9 +23,9 @@ fingerprint (``memo/fingerprint.py``):
 * ``episode``: a replay's iteration that ran alone on the network (``memo/episodes.py``); ``key``
   has one vertex per flow of the iteration in id order, weighted by a digest of what its course
   depends on, and its DAG inside the iteration as edges (weight 1: i precedes j, 2: j precedes i);
-  ``wl_hash`` is the key's SHA-256; ``value`` is ``{"rx_ns": [int per vertex], "fct_ns": [int per
-  vertex]}``: each network flow's time from its start to its last byte received and to its last
-  ACK (-1 for a virtual flow).
+  ``wl_hash`` is the key's SHA-256; ``value`` is ``{"start_ns": [int per vertex], "rx_ns": [...],
+  "fct_ns": [...]}``: each network flow's start after the iteration's first, and its time from
+  its start to its last byte received and to its last ACK (-1 for a virtual flow).
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -96,7 +96,7 @@ def validate(d: dict) -> MemoEntry:
         raise ValueError("key.e must be sorted without repeated pairs")
     val = d["value"]
     if d["kind"] == "episode":
-        for name in ("rx_ns", "fct_ns"):
+        for name in ("start_ns", "rx_ns", "fct_ns"):
             x = val.get(name)
             if not isinstance(x, list) or len(x) != n or not all(type(y) is int and y >= -1 for y in x):
                 raise ValueError(f"value.{name} must hold one integer (-1 or more) per vertex")

@@ -19,8 +19,8 @@ The format, version 1: one JSON object (UTF-8) with these fields:
   * ``key``: the Flow Conflict Graph, ``{"v": [int], "e": [[i, j, int], ...]}`` (an episode's:
     its flows and their DAG);
   * ``value``: what was learned, ``{"rates": [...]}`` (+ ``"bytes"``, ``"t_conv_ns"`` for a
-    transient or a course, + ``"in_flight"`` for a course; an episode's ``{"rx_ns": [...],
-    "fct_ns": [...]}``); see ``memo/entry.py`` for all four;
+    transient or a course, + ``"in_flight"`` for a course; an episode's ``{"start_ns": [...],
+    "rx_ns": [...], "fct_ns": [...]}``); see ``memo/entry.py`` for all four;
   * ``digest``: SHA-256 of the entry's content; checked on import;
   * ``hits``: how often the exporting database used the entry (information only: an imported
     entry starts at 0 hits in its new database).
