@@ -135,3 +135,19 @@ def test_bench_contention_memo_runs_wormhole_mode_on_a_new_database(tmp_path):
     assert "memo_inserts" in fast.counters["wormhole"] and db.is_file()
     tool.run(flows, "fat-tree:k=4", "hpcc", "full", memo_db=str(tmp_path / "other.sqlite"))
     assert not (tmp_path / "other.sqlite").exists()
+
+
+def test_bench_memo_episodes_prints_the_iterations_taken_whole(tmp_path, monkeypatch, capsys):
+    """``--episodes``: the cold run takes its last iteration whole and the warm run all but its
+    first (a rail shape whose iterations recur); catches the option not reaching the runs."""
+    from wormhole_replay.workload.generators import GptShape, gpt_trace
+    from wormhole_replay.workload.trace import save_trace
+
+    save_trace(gpt_trace(GptShape(layers=1, hidden=1024, seq=512, vocab=8192), gpus=16, tp=2, tflops=5.0),
+               tmp_path / "t.parquet")
+    monkeypatch.setattr("sys.argv", ["bench_memo", "--trace", str(tmp_path / "t.parquet"), "--topology",
+                                     "rail:servers=8,gpus_per_server=2", "--cc", "hpcc", "--iterations", "4",
+                                     "--episodes"])
+    assert _tool("bench_memo").main() == 0
+    lines = {line.split(" iterations:")[0]: line for line in capsys.readouterr().out.splitlines() if " iterations: " in line}
+    assert lines["cold"].count("hits 1/1") == 1 and lines["warm"].count("hits 1/1") == 3, lines
