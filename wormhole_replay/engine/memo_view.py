@@ -134,8 +134,12 @@ class EngineView:
         flow's data shares its NIC and the switch port before its receiver with ACKs of flows
         going the other way, and HPCC's INT counts their bytes)."""
         ft, paths = self._e.flows.table, self._e.flows.paths
-        ends = [ft[f + 1, L.FT_DPATH] if f + 1 < ft.shape[0] else len(paths) for f in flows]
-        return [paths[ft[f, L.FT_DPATH]:end].tolist() for f, end in zip(flows, ends)]
+        return [paths[ft[f, L.FT_DPATH]:end].tolist() for f, end in zip(flows, self._ports_end(flows))]
+
+    def _ports_end(self, flows) -> np.ndarray:
+        """End of each flow's ports in ``paths`` (its data path, then its ACK path)."""
+        ft = self._e.flows.table
+        return np.append(ft[1:, L.FT_DPATH], len(self._e.flows.paths))[np.asarray(flows, np.int64)]
 
     def line_rates(self, flows) -> np.ndarray:
         return self._e.flows.rates[flows, L.FF_MAX_RATE]
@@ -235,6 +239,7 @@ class EngineView:
 
     # ------------------------------------------------------------------ whole flows (memo/episodes.py)
     def any_started(self, flows) -> bool:
+        """Some flow of ``flows`` has started."""
         return bool((self._e.flows.table[np.asarray(flows, np.int64), L.FT_STATE] != 0).any())
 
     def acknowledged(self, f: int) -> bool:
@@ -258,14 +263,14 @@ class EngineView:
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
         (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided."""
         e = self._e
-        ft, paths = e.flows.table, e.flows.paths
+        ft = e.flows.table
         at = np.asarray(flows, np.int64)
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
         ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
-        ends = np.append(ft[1:, L.FT_DPATH], len(paths))[at]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
-        e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * (ends - ft[at, L.FT_DPATH])).sum())  # as a jump counts them
+        hops = self._ports_end(at) - ft[at, L.FT_DPATH]
+        e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * hops).sum())  # as a jump counts them
         self._acked_after.append((at, np.asarray(fct_ns, np.int64)))
 
     def settle_timers(self) -> None:

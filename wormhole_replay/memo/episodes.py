@@ -1,15 +1,15 @@
 """Episodes: whole iterations taken from the memo (issue 15).
 
 A replay names its iterations to the memo as *groups* of flows (one per job and iteration, flows by
-rank, then op, then id: the order in which ``repeat_iterations`` matches an iteration's copies).  A group whose
-network traffic ran on an otherwise idle network (no network flow of another group in flight from
-its first packet to its last ACK) is an *episode*: it starts with empty queues and new QPs, so its
-course is a function of its flows, their paths, the DAG between them and the network, except for
-the skew with which its ranks reach it (what they still compute when the network goes idle).  The
-memo keeps an isolated episode's course (below: once it has seen it recur), keyed by that structure
-(``key``), as the time each of
-its network flows took from its start to its last byte received (``rx_ns``, which releases its
-successors) and to its last ACK (``fct_ns``), and when it started after the first (``start_ns``).  When a later group has the same key and none of its
+rank, then op, then id: the order in which ``repeat_iterations`` matches an iteration's copies).  A
+group whose network traffic ran on an otherwise idle network (no network flow of another group in
+flight from its first packet to its last ACK) is an *episode*: it starts with empty queues and new
+QPs, so its course is a function of its flows, their paths, the DAG between them and the network,
+except for the skew with which its ranks reach it (what they still compute when the network goes
+idle).  The memo keeps an isolated episode's course (below: once it has seen it recur), keyed by
+that structure (``key``), as the time each of its network flows took from its start to its last
+byte received (``rx_ns``, which releases its successors) and to its last ACK (``fct_ns``), and when
+it started after the first (``start_ns``).  When a later group has the same key and none of its
 network flows has started, each of them becomes a timer of its learned duration (``EngineView
 .make_timers``): the DAG still times every op, so the group's flows start when its ranks reach them,
 and only the packets are not simulated.
@@ -101,8 +101,8 @@ class Episodes:
         self.known = known  # key digest -> MemoEntry (kind "episode"), shared with the session
         self.next = 0  # the first group not yet ended or taken from the memo
         self.acked = 0  # how many of its first network flows have their last ACK
-        self.hit = [False] * len(self.groups)
         self.looked = [False] * len(self.groups)
+        self.hit = [False] * len(self.groups)
         self.candidates: dict = {}  # key digest -> the value of its last simulated copy, not yet stored
         self.sizes = flows.size
         self.counters = {"memo_episode_hits": 0, "memo_episode_misses": 0, "memo_episode_learned": 0,
@@ -117,7 +117,7 @@ class Episodes:
             if not len(net):
                 self.next += 1
                 continue
-            if not self.hit[i] and not self.looked[i]:
+            if not self.looked[i]:
                 self._look_up(engine, session, i)
             if self.hit[i]:
                 self.next += 1
@@ -152,8 +152,10 @@ class Episodes:
     def _learn(self, engine, session, i: int) -> None:
         """Group i has ended as simulated: if nothing else crossed the network meanwhile, compare it
         with the last simulated copy of its key, and remember the two's course if they agree."""
-        net = self.network[i]
-        start, rx, fin = engine.flow_times(net)
+        digest = self.digests[i]
+        if digest in self.known:
+            return
+        start, rx, fin = engine.flow_times(self.network[i])
         if engine.active_between(int(start.min()), int(fin.max()), self._others(i)):
             self.counters["memo_episode_unisolated"] += 1
             return
@@ -162,9 +164,6 @@ class Episodes:
             per_flow = np.full(len(self.groups[i]), -1, dtype=np.int64)
             per_flow[self.positions[i]] = ns
             value[name] = per_flow.tolist()
-        digest = self.digests[i]
-        if digest in self.known:
-            return
         earlier = self.candidates.get(digest)
         if earlier is None or not agree(earlier, value):
             self.counters["memo_episode_refuted"] += earlier is not None

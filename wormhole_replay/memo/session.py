@@ -162,11 +162,18 @@ class MemoSession:
 
     def learn(self, kind: str, g: fcg.FCG, value: dict) -> None:
         e = MemoEntry(kind, self.fingerprint, fcg.SCHEME, g.wl_hash, g.key, value)
-        if self.find(kind, g)[0] is None and self._add(e):
-            self.new_entries.append(e)
-            self.counters["memo_inserts"] += 1
-            if self.on_learn is not None:
-                self.on_learn()
+        if self.find(kind, g)[0] is None:
+            self._remember(e)
+
+    def _remember(self, e: MemoEntry) -> bool:
+        """A new entry into the index and the batch the database is sent; False if known."""
+        if not self._add(e):
+            return False
+        self.new_entries.append(e)
+        self.counters["memo_inserts"] += 1
+        if self.on_learn is not None:
+            self.on_learn()
+        return True
 
     # ------------------------------------------------------------------ reading the engine
     @staticmethod
@@ -222,14 +229,7 @@ class MemoSession:
 
     def learn_episode(self, key: dict, digest: str, value: dict) -> bool:
         """Remember a group's course (``memo/episodes.py``); False if an equal key is known."""
-        e = MemoEntry(EPISODE, self.fingerprint, fcg.SCHEME, digest, key, value)
-        if digest in self.episode_entries or not self._add(e):
-            return False
-        self.new_entries.append(e)
-        self.counters["memo_inserts"] += 1
-        if self.on_learn is not None:
-            self.on_learn()
-        return True
+        return self._remember(MemoEntry(EPISODE, self.fingerprint, fcg.SCHEME, digest, key, value))
 
     def note_episode_hit(self, digest: str, first_flow: int, ns: int, payload_bytes: int) -> None:
         self.counters["memo_hits"] += 1
