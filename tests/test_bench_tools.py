@@ -151,3 +151,22 @@ def test_bench_memo_episodes_prints_the_iterations_taken_whole(tmp_path, monkeyp
     assert _tool("bench_memo").main() == 0
     lines = {line.split(" iterations:")[0]: line for line in capsys.readouterr().out.splitlines() if " iterations: " in line}
     assert lines["cold"].count("hits 1/1") == 1 and lines["warm"].count("hits 1/1") == 3, lines
+
+
+def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatch, capsys):
+    """``--recurring``: on a rail each ring step recurs, so the cold run simulates a few copies of
+    each and the warm run almost nothing; catches the option not reaching the runs."""
+    from wormhole_replay.workload.generators import GptShape, gpt_trace
+    from wormhole_replay.workload.trace import save_trace
+
+    save_trace(gpt_trace(GptShape(layers=1, hidden=1024, seq=512, vocab=8192), gpus=16, tp=2, tflops=5.0),
+               tmp_path / "t.parquet")
+    monkeypatch.setattr("sys.argv", ["bench_memo", "--trace", str(tmp_path / "t.parquet"), "--topology",
+                                     "rail:servers=8,gpus_per_server=2", "--cc", "hpcc", "--iterations", "2",
+                                     "--recurring"])
+    assert _tool("bench_memo").main() == 0
+    out = capsys.readouterr().out
+    assert "recurring flows memoized" in out.splitlines()[0]
+    events = {line.split()[0]: int(line.split()[3].replace(",", "")) for line in out.splitlines()
+              if len(line.split()) > 3 and line.split()[2].endswith("x")}  # the table's rows
+    assert events["warm"] < 0.01 * events["full"] and events["cold"] < 0.5 * events["full"], out

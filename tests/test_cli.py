@@ -84,6 +84,9 @@ BAD = {
     "episodes without the memo": (lambda d: ["replay", REPO / "traces" / "gpt-16gpu.trace.parquet", "--topology",
                                              TRACE_TOPO, "--cc", "hpcc", "--memo-episodes", "--no-memo"],
                                   "--memo-episodes takes iterations from the memo database: drop --no-memo"),
+    "recurring flows without the memo": (lambda d: ["replay", REPO / "traces" / "gpt-16gpu.trace.parquet", "--topology",
+                                                    TRACE_TOPO, "--cc", "hpcc", "--memo-recurring", "--no-memo"],
+                                         "--memo-recurring is the memo's (its session reads the finished copies)"),
     "replay of a missing trace": (lambda d: ["replay", d / "nope.parquet", "--topology", TRACE_TOPO, "--cc", "hpcc"],
                                   "nope.parquet: no such trace file"),
 }

@@ -8,9 +8,11 @@ against full; per iteration of each wormhole run its wall time and its memo hit 
 transients looked up); and the warm run's largest difference from the cold one.
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
-                               [--shared-prefixes] [--episodes] [--db memo.sqlite]
+                               [--shared-prefixes] [--episodes] [--recurring] [--db memo.sqlite]
 
-``--episodes`` lets the memo take whole iterations (``replay --memo-episodes``, README "Episodes").
+``--episodes`` lets the memo take whole iterations (``replay --memo-episodes``, README "Episodes");
+``--recurring`` takes flows from their earlier copies (``replay --memo-recurring``, README "Recurring
+flows").
 
 The noise floor printed last is the full simulation against itself with one compute op 1 ns
 longer (the first one something depends on: ``audit.compare.perturb_ops``, as ``audit
@@ -52,6 +54,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--shared-prefixes", action="store_true", help="memoize prefixes of shared transients too")
     ap.add_argument("--episodes", action="store_true", help="let the memo take whole iterations (--memo-episodes)")
+    ap.add_argument("--recurring", action="store_true", help="take flows from their earlier copies (--memo-recurring)")
     ap.add_argument("--db", help="memo database (default: a new temporary SQLite file)")
     a = ap.parse_args()
     trace = load_trace(a.trace)
@@ -61,13 +64,15 @@ def main() -> int:
     replay(trace, **{**run, "iterations": 1}, mode="wormhole", memo_db=str(Path(tmp.name) / "warm-up.sqlite"))
     full = replay(trace, **run, mode="full")
     plain = replay(trace, **run)  # wormhole mode without a memo: what the memo adds is against this
-    memo = dict(memo_db=db, memo_shared_prefixes=a.shared_prefixes, memo_episodes=a.episodes)
+    memo = dict(memo_db=db, memo_shared_prefixes=a.shared_prefixes, memo_episodes=a.episodes,
+                memo_recurring=a.recurring)
     cold = replay(trace, **run, **memo)
     warm = replay(trace, **run, **memo)
     floor = replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full")
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
-          f"{', shared prefixes memoized' if a.shared_prefixes else ''}{', whole iterations memoized' if a.episodes else ''}")
+          f"{', shared prefixes memoized' if a.shared_prefixes else ''}{', whole iterations memoized' if a.episodes else ''}"
+          f"{', recurring flows memoized' if a.recurring else ''}")
     print(f"{'run':7s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
           f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s} {'mean FCT':>8s}")
     for name, r in (("full", full), ("no memo", plain), ("cold", cold), ("warm", warm)):

@@ -34,6 +34,7 @@ by the share of each flow's bytes fast-forwarded and by start quarter, beside th
     python tools/bench_scale.py --only aicb --fluid            # wormhole with fluid flows (--ff-fluid)
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
     python tools/bench_scale.py --only ddp16 [--fluid]         # contention in minutes
+    python tools/bench_scale.py --only ddp --topology rail --recurring   # recurring flows (--memo-recurring)
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --mean-jumps --noise-floor 2
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --scale 10 --fluid --where
 """
@@ -209,16 +210,17 @@ def _print_where(r: dict) -> None:
 
 
 def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
-        mean_jumps: bool = False, show_where: bool = False) -> dict:
+        mean_jumps: bool = False, show_where: bool = False, recurring: bool = False) -> dict:
     t = trace(cache, name, scale)
-    options = (() if memo else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()) \
-        + (("--ff-mean-jumps",) if mean_jumps else ())
+    options = (() if memo or recurring else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()) \
+        + (("--ff-mean-jumps",) if mean_jumps else ()) + (("--memo-recurring",) if recurring else ())
     wormhole = replay(cache, t, topo, cc, "wormhole", options)
     out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
            "wormhole_rss_mb": wormhole["rss_mb"], "wormhole_events": wormhole["events"],
            "fast_forwards": (wormhole["wormhole"] or {}).get("fast_forwards"),
            "fluid_flows": (wormhole["wormhole"] or {}).get("fluid_flows"),
-           "mean_jumps": (wormhole["wormhole"] or {}).get("mean_jumps")}
+           "mean_jumps": (wormhole["wormhole"] or {}).get("mean_jumps"),
+           "recurring_taken": (wormhole["wormhole"] or {}).get("memo_recurring_taken")}
     if name in WORMHOLE_ONLY:
         out["verdict"] = "within 15 min / 4 GB" if all(wormhole[k] <= v for k, v in LIMIT_1024.items()) else \
             "BEYOND 15 min / 4 GB"
@@ -256,6 +258,8 @@ def main() -> int:
     ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
     ap.add_argument("--fluid", action="store_true", help="wormhole runs with fluid flows (--ff-fluid)")
     ap.add_argument("--mean-jumps", action="store_true", help="wormhole runs with mean jumps (--ff-mean-jumps)")
+    ap.add_argument("--recurring", action="store_true",
+                    help="wormhole runs with a fresh memo database and recurring flows (--memo-recurring)")
     ap.add_argument("--where", action="store_true",
                     help="under each row, the signed FCT error by share of bytes fast-forwarded and by start "
                          "quarter, beside the first noise draw's (the wormhole run's outputs are then kept)")
@@ -281,7 +285,8 @@ def main() -> int:
             if a.topology and topo not in a.topology:
                 continue
             for cc in a.cc:
-                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps, a.where)
+                r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps, a.where,
+                        a.recurring)
                 rows.append(r)
                 cell = lambda c: ("-" if r.get(c) is None else f"{r[c]:.1f}x" if c == "speedup" else
                                   f"{r[c] * 100:.2f}%" if isinstance(r[c], float) and c not in ("full_s", "wormhole_s", "wormhole_rss_mb") else

@@ -37,6 +37,7 @@ class Run:
     memo_shared_prefixes: bool = False  # also memoize transients of flows sharing links up to a change
     memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
     memo_episodes: list | None = None  # groups of flows (a replay's iterations) the memo may take whole (memo/episodes.py)
+    memo_recurring: bool = False  # flows taken from their earlier copies in the run (memo/recurring.py)
     journal: bool = False  # wormhole without a memo database: still keep the journal of jumps
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
     monitor: MonitorSpec | None = None  # link samples and / or the reference's qlen.txt (engine/monitor.py)
@@ -163,7 +164,8 @@ def _execute(run: Run, on_slice) -> Result:
     try:
         result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
                            on_slice=on_slice, fast_forward=run.fast_forward,
-                           memo=memo.session_for(run.topo, run.cfg, run.flows, run.memo_episodes),
+                           memo=memo.session_for(run.topo, run.cfg, run.flows, run.memo_episodes,
+                                                 run.memo_recurring),
                            monitor=run.monitor)
         result.counters["wormhole"].update(memo.finish(result.counters, run.source_digest))
     finally:

@@ -323,7 +323,7 @@ def cmd_replay(args) -> int:
     res = replay(jobs_or_trace(args, "replay"), args.topology, args.cc, args.iterations, args.overrides, progress=not args.quiet,
                  intra_bw_bps=bw, intra_latency_ns=lat, mode="full" if ff is None else "wormhole", fast_forward=ff,
                  memo_db=memo_db_from_args(args, out), memo_shared_prefixes=args.memo_shared_prefixes,
-                 memo_episodes=args.memo_episodes, ports=args.ports,
+                 memo_episodes=args.memo_episodes, memo_recurring=args.memo_recurring, ports=args.ports,
                  gpus=args.gpus, monitor=monitor)
     tables = {"flows": res.flows, "collectives": res.collectives, "iterations": res.iterations,
               "breakdown": res.breakdown, "layers": res.layers, "fct": format_fct(res.flows),

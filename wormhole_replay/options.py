@@ -49,11 +49,16 @@ def add_wormhole_options(p) -> None:
 
 
 def add_episodes_option(p) -> None:
-    """``--memo-episodes`` (replay and audit): whole iterations from the memo (``memo/episodes.py``)."""
+    """``--memo-episodes`` (replay and audit): whole iterations from the memo (``memo/episodes.py``);
+    ``--memo-recurring``: flows from their earlier copies (``memo/recurring.py``)."""
     p.add_argument("--memo-episodes", action="store_true",
                    help="take whole iterations from the memo where one with the same flows and DAG ran alone on the "
                         "network before (in this run or an earlier one): much faster, at the full simulation's own "
                         "iteration-to-iteration variation (opt-in: see the README, 'Episodes')")
+    p.add_argument("--memo-recurring", action="store_true",
+                   help="once a flow (same hosts, ports and size) has been simulated 8 times in the run, take its "
+                        "later copies from those copies' times instead of simulating their packets (opt-in: see "
+                        "the README, 'Recurring flows')")
 
 
 def add_port_option(p) -> None:
@@ -90,6 +95,8 @@ def memo_db_from_args(args, out_dir) -> str | None:
     """The memo database a run uses: ``--memo-db``, else ``memo.sqlite`` beside the outputs."""
     if getattr(args, "memo_episodes", False) and args.no_memo:
         raise InputError("--memo-episodes takes iterations from the memo database: drop --no-memo")
+    if getattr(args, "memo_recurring", False) and args.no_memo:
+        raise InputError("--memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
     if args.mode == "full" or args.no_memo:
         if args.memo_db and args.no_memo:
             raise InputError("give --memo-db or --no-memo, not both")

@@ -77,7 +77,7 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           memo_episodes: bool = False,
+           memo_episodes: bool = False, memo_recurring: bool = False,
            ports: str = "connection", on_slice=None, gpus: int | None = None,
            monitor: int | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace`, a native trace file, or a list of jobs replayed together
@@ -89,6 +89,8 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     ``memo_spot_check`` how many hits (of distinct entries) to simulate and check instead of apply;
     ``memo_episodes`` lets the memo take whole iterations that ran alone on the network
     (``memo/episodes.py``; opt-in: hits carry the full run's iteration-to-iteration variation);
+    ``memo_recurring`` lets it take a flow from its earlier simulated copies in the run (same hosts,
+    ports and size: ``memo/recurring.py``; opt-in);
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
@@ -102,6 +104,7 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     run.memo_db = None if memo_db is None else str(memo_db)
     run.memo_shared_prefixes = memo_shared_prefixes
     run.memo_spot_check = memo_spot_check
+    run.memo_recurring = bool(memo_recurring and run.memo_db is not None and run.fast_forward is not None)
     run.journal = journal
     run.monitor_links(monitor)
     if ports not in PORT_MODELS:

@@ -199,6 +199,8 @@ def _plan(args) -> Plan:
                          f"(one op {delays(len(DRAW_DELAYS_NS))} longer)")
     if args.memo_episodes and memo_db is None:
         raise InputError("audit: --memo-episodes takes iterations from the memo database: drop --no-memo")
+    if args.memo_recurring and memo_db is None:
+        raise InputError("audit: --memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
     if args.spot_check:
         if memo_db is None:
             raise InputError("audit: --spot-check checks memo hits; it needs a memo database (drop --no-memo)")
@@ -356,7 +358,8 @@ def _runs(plan: Plan, args) -> dict:
     common = dict(topology=plan.topology, cc=plan.cc, iterations=plan.iterations_arg, config=plan.overrides,
                   progress=not args.quiet, ports=args.ports, gpus=plan.gpus)
     wh = dict(mode="wormhole", fast_forward=plan.fast_forward, memo_db=plan.memo_db,
-              memo_shared_prefixes=args.memo_shared_prefixes, memo_episodes=args.memo_episodes, journal=True)
+              memo_shared_prefixes=args.memo_shared_prefixes, memo_episodes=args.memo_episodes,
+              memo_recurring=args.memo_recurring, journal=True)
     runs = {"sources": {}}
     _say(args, "warm-up (compiling or loading the engine's kernels, untimed)")
     runs["warmup_seconds"] = _warm_up(plan)

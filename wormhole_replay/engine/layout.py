@@ -42,7 +42,8 @@ PT_FLUID_BYTES = 26  # ... bytes its fluid flows carried up to PT_FLUID_T (for I
 PT_FLUID_T = 27
 PT_JUMP_BYTES = 28  # wormhole: bytes its link carried during its partition's jumps (credited at thaw; the monitor's tx bytes)
 PT_FLUID_ACC = 29  # ... bps its fluid flows add to its byte counter (from when each went fluid to its thaw)
-PT_LEN = 30
+PT_FOREIGN = 30  # wormhole: active flows crossing it (data or ACKs) that the memo did not make timers (FT_MEMO_TIMER)
+PT_LEN = 31
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -132,7 +133,8 @@ FT_RESV = 54  # ... hops holding its reservation: bit j data-path hop j, bit 8 +
 FT_GROUP = 55  # fluid: the flow whose data group it went fluid with (a fluid pass's union-find while live)
 FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns), -1 if it may not go fluid
 FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
-FT_LEN = 58
+FT_MEMO_TIMER = 58  # 1: the memo made this network flow a timer (memo_view.make_timers; wormhole/timers.py)
+FT_LEN = 59
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate

@@ -47,6 +47,7 @@ from .wormhole.jump import thaw
 from .wormhole.membership import flow_finished, flow_started
 from .wormhole.partitions import FROZEN
 from .wormhole.steadiness import sample
+from .wormhole.timers import start_as_timer_or_packets
 
 
 @kernel(inline="always")
@@ -106,6 +107,8 @@ def _deliver(net, flows, events, cfg, state, parts, lp):
 def _qp_event(net, flows, events, cfg, state, parts, f, timer):
     """One of flow f's slots fired: its start, its retransmission timer, or a CC timer."""
     if timer == T_START:
+        if cfg.ints[CI_WH] != 0 and flows.table[f, FT_VIRTUAL] >= 0:  # a memo's timer meeting live flows
+            start_as_timer_or_packets(net, flows, cfg, state, f)
         if flows.table[f, FT_VIRTUAL] >= 0:
             dag.virtual_flow_event(flows, events, cfg, state, f)
         elif dag.launch_step(flows, events, cfg, state, f):

@@ -238,9 +238,17 @@ class EngineView:
         return False
 
     # ------------------------------------------------------------------ whole flows (memo/episodes.py)
+    def timers(self, flows) -> np.ndarray:
+        """Which of ``flows`` are (still) timers: not simulated packet by packet."""
+        return self._e.flows.table[np.asarray(flows, np.int64), L.FT_VIRTUAL] >= 0
+
     def any_started(self, flows) -> bool:
         """Some flow of ``flows`` has started."""
         return bool((self._e.flows.table[np.asarray(flows, np.int64), L.FT_STATE] != 0).any())
+
+    def started(self, flows) -> np.ndarray:
+        """Which of ``flows`` have started."""
+        return self._e.flows.table[np.asarray(flows, np.int64), L.FT_STATE] != 0
 
     def acknowledged(self, f: int) -> bool:
         """Flow f has its last ACK (its sender is done)."""
@@ -261,12 +269,14 @@ class EngineView:
     def make_timers(self, flows, rx_ns, fct_ns) -> None:
         """Network ``flows``, none started, become timers: each, once it starts, is received
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
-        (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided."""
+        (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided.  One
+        that is due while a live flow crosses its ports is simulated after all (``wormhole/timers.py``)."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
         ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
+        ft[at, L.FT_MEMO_TIMER] = 1
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]
@@ -274,10 +284,11 @@ class EngineView:
         self._acked_after.append((at, np.asarray(fct_ns, np.int64)))
 
     def settle_timers(self) -> None:
-        """At the end of the run: each timer flow's last ACK at its start plus its ``fct_ns``."""
+        """At the end of the run: each timer flow's last ACK at its start plus its ``fct_ns`` (not
+        for one that met a live flow when it was due, and was simulated: ``wormhole/timers.py``)."""
         ft = self._e.flows.table
         for at, fct in self._acked_after:
-            done = ft[at, L.FT_FINISH] >= 0
+            done = (ft[at, L.FT_FINISH] >= 0) & (ft[at, L.FT_VIRTUAL] >= 0)
             ft[at[done], L.FT_FINISH] = ft[at[done], L.FT_START] + fct[done]
 
     def freeze_at(self, k: int, flows, rates) -> bool:

@@ -26,6 +26,11 @@ fingerprint (``memo/fingerprint.py``):
   ``wl_hash`` is the key's SHA-256; ``value`` is ``{"start_ns": [int per vertex], "rx_ns": [...],
   "fct_ns": [...]}``: each network flow's start after the iteration's first, and its time from
   its start to its last byte received and to its last ACK (-1 for a virtual flow).
+* ``recurring``: a flow that recurs in a run (``memo/recurring.py``); ``key`` has one vertex, a
+  digest of the flow's class (hosts, ports, priority, size) and of the set of classes its run sends,
+  and no edges; ``wl_hash`` is the key's SHA-256; ``value`` is ``{"rx_ns": [int per copy],
+  "fct_ns": [int per copy]}``: the times its simulated copies took from their start to their last
+  byte received and to their last ACK (positive, as many of each).
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -40,7 +45,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-KINDS = ("transient", "steady", "course", "episode")
+KINDS = ("transient", "steady", "course", "episode", "recurring")
 CC_FIELDS = 16  # per-flow CC state a value may carry (engine/memo_view.py: CC_RATES, CC_COUNTERS, timer phases)
 
 
@@ -100,6 +105,14 @@ def validate(d: dict) -> MemoEntry:
             x = val.get(name)
             if not isinstance(x, list) or len(x) != n or not all(type(y) is int and y >= -1 for y in x):
                 raise ValueError(f"value.{name} must hold one integer (-1 or more) per vertex")
+        return _checked(d, val)
+    if d["kind"] == "recurring":
+        rx, fct = val.get("rx_ns"), val.get("fct_ns")
+        for name, x in (("rx_ns", rx), ("fct_ns", fct)):
+            if not isinstance(x, list) or not x or not all(type(y) is int and y > 0 for y in x):
+                raise ValueError(f"value.{name} must be a non-empty list of positive integers")
+        if len(rx) != len(fct) or n != 1 or e:
+            raise ValueError("a recurring flow's key has one vertex and its value as many rx_ns as fct_ns")
         return _checked(d, val)
     rates = val.get("rates")
     if not isinstance(rates, list) or len(rates) != n or not all(

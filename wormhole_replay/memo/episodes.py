@@ -147,7 +147,7 @@ class Episodes:
         engine.make_timers(net, rx, fct)
         self.hit[i] = True
         self.counters["memo_episode_hits"] += 1
-        session.note_episode_hit(e.digest, int(net[0]), int(rx.max()), int(self.sizes[net].sum()))
+        session.note_whole_hit(e.digest, int(net[0]), int(rx.max()), int(self.sizes[net].sum()))
 
     def _learn(self, engine, session, i: int) -> None:
         """Group i has ended as simulated: if nothing else crossed the network meanwhile, compare it

@@ -9,18 +9,19 @@ The format, version 1: one JSON object (UTF-8) with these fields:
 * ``exported_at``: when, as ISO 8601 UTC (``"2026-11-30T12:00:00+00:00"``);
 * ``entries``: a list of objects, one per entry, in the exporting database's insertion order:
 
-  * ``kind``: ``"transient"``, ``"course"``, ``"steady"`` or ``"episode"`` (version 1 readers
-    before 2026-12-01 know the first and last only, and refuse a file with courses; before
-    2026-12-03, a file with episodes);
+  * ``kind``: ``"transient"``, ``"course"``, ``"steady"``, ``"episode"`` or ``"recurring"``
+    (version 1 readers before 2026-12-01 know the first and third only, and refuse a file with
+    courses; before 2026-12-03, a file with episodes or recurring flows);
   * ``fingerprint``: the network fingerprint the entry is valid for (``memo/fingerprint.py``);
   * ``scheme``: the canonical-hashing scheme (names the WL hashing version, ``memo/fcg.py``);
   * ``wl_hash``: the key's Weisfeiler-Lehman hash under that scheme (the lookup bucket; an
-    episode's: the key's SHA-256);
+    episode's and a recurring flow's: the key's SHA-256);
   * ``key``: the Flow Conflict Graph, ``{"v": [int], "e": [[i, j, int], ...]}`` (an episode's:
     its flows and their DAG);
   * ``value``: what was learned, ``{"rates": [...]}`` (+ ``"bytes"``, ``"t_conv_ns"`` for a
     transient or a course, + ``"in_flight"`` for a course; an episode's ``{"start_ns": [...],
-    "rx_ns": [...], "fct_ns": [...]}``); see ``memo/entry.py`` for all four;
+    "rx_ns": [...], "fct_ns": [...]}``, a recurring flow's ``{"rx_ns": [...], "fct_ns": [...]}``
+    per simulated copy); see ``memo/entry.py`` for all five;
   * ``digest``: SHA-256 of the entry's content; checked on import;
   * ``hits``: how often the exporting database used the entry (information only: an imported
     entry starts at 0 hits in its new database).

@@ -156,6 +156,6 @@ def same_entry(a, b) -> bool:
     and network: the store keeps only the first."""
     if (a.kind, a.fingerprint, a.scheme, a.n_vertices, a.n_edges) != (b.kind, b.fingerprint, b.scheme, b.n_vertices, b.n_edges):
         return False
-    if a.kind == "episode":  # flows in the iteration's canonical order: equal or not, no isomorphism
+    if a.kind in ("episode", "recurring"):  # keys in a canonical order: equal or not, no isomorphism
         return a.key == b.key
     return mapping(graph_of(b.key), graph_of(a.key)) is not None

@@ -15,6 +15,7 @@ from pathlib import Path
 from . import fcg
 from .fingerprint import fingerprint
 from .episodes import Episodes
+from .recurring import Recurring
 from .session import MemoSession
 from .store import MemoStore
 
@@ -34,10 +35,11 @@ class Memoizer:
         self._flushed = 0
         self._last_flush = time.perf_counter()
 
-    def session_for(self, topo, cfg, flows=None, episodes=None):
+    def session_for(self, topo, cfg, flows=None, episodes=None, recurring=False):
         """The engine's ``memo`` argument: makes the run's session once the options are resolved.
         ``episodes``: groups of ``flows`` (a replay's iterations) to take whole from the memo
-        (``memo/episodes.py``)."""
+        (``memo/episodes.py``); ``recurring``: take flows from their earlier copies in the run
+        (``memo/recurring.py``)."""
 
         def make(plan) -> MemoSession:
             ff = plan.fast_forward
@@ -46,7 +48,8 @@ class Memoizer:
             whole = None if episodes is None else (lambda known: Episodes(flows, plan.sport, episodes, known))
             self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples,
                                        ff.short_samples, shared_prefixes=self.shared_prefixes,
-                                       on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole)
+                                       on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole,
+                                       recurring=(lambda known: Recurring(flows, plan.sport, known)) if recurring else None)
             return self.session
 
         return make

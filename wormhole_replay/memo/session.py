@@ -51,6 +51,7 @@ from ..engine import memo_view as V
 from . import fcg
 from .entry import CC_FIELDS, MemoEntry
 from .episodes import KIND as EPISODE
+from .recurring import KIND as RECURRING
 
 assert V.CC_FIELDS == CC_FIELDS, "the engine's CC state changed: bump fcg.SCHEME and entry.CC_FIELDS"
 
@@ -87,7 +88,7 @@ class Transient:
 class MemoSession:
     def __init__(self, fingerprint: str, entries: list[MemoEntry], tau_ns: int, samples: int, short_samples: int,
                  shared_prefixes: bool = False, on_learn=None, spot_check: int = 0, lookups: bool = True,
-                 episodes=None):
+                 episodes=None, recurring=None):
         self.fingerprint = fingerprint
         self.lookups = lookups  # False: keep the journal only (no memo database)
         self.spot_check = spot_check  # this many hits (of distinct entries) are checked, not applied
@@ -115,6 +116,8 @@ class MemoSession:
         self._refuted: set = set()  # ... that did not: never applied in this run
         self.episode_entries: dict = {}  # key digest -> entry of kind "episode" (memo/episodes.py)
         self.episodes = episodes(self.episode_entries) if episodes is not None else None
+        self.recurring_entries: dict = {}  # key digest -> entry of kind "recurring" (memo/recurring.py)
+        self.recurring = recurring(self.recurring_entries) if recurring is not None else None
         self.counters = {"memo_hits": 0, "memo_misses": 0, "memo_refused": 0, "memo_steady_hits": 0,
                          "memo_inserts": 0, "memo_too_large": 0, "memo_too_short": 0, "memo_settled": 0,
                          "memo_confirmed": 0, "memo_refuted": 0, "memo_unconfirmed": 0,
@@ -130,7 +133,7 @@ class MemoSession:
             bits |= V.LOG_SAMPLES
         if self.lookups and self._steady_known:
             bits |= V.LOG_SHORT
-        if self.episodes is not None:  # a stop where the network may have gone idle
+        if self.episodes is not None or self.recurring is not None:  # a stop where a flow may have ended
             bits |= V.LOG_EMPTIED
         return bits
 
@@ -139,8 +142,8 @@ class MemoSession:
         if e.digest in self._digests:
             return False
         self._digests.add(e.digest)
-        if e.kind == EPISODE:
-            self.episode_entries.setdefault(e.wl_hash, e)
+        if e.kind in (EPISODE, RECURRING):
+            (self.episode_entries if e.kind == EPISODE else self.recurring_entries).setdefault(e.wl_hash, e)
             return True
         self._steady_known += e.kind == "steady"
         self._buckets.setdefault((e.kind, e.wl_hash, e.n_vertices, e.n_edges), []).append((e, None))
@@ -217,21 +220,29 @@ class MemoSession:
 
     # ------------------------------------------------------------------ the log
     def start(self, engine: V.EngineView) -> None:
-        """Before the first event: a first episode may be taken from the memo."""
+        """Before the first event: a first episode, and recurring flows the memo knows, may be taken."""
         if self.episodes is not None:
             self.episodes.step(engine, self)
+        if self.recurring is not None:
+            self.recurring.start(engine, self)
 
     def finish(self, engine: V.EngineView) -> None:
         """After the last event."""
-        if self.episodes is not None:
-            self.episodes.finish(engine)
-            self.counters.update(self.episodes.counters)
+        for whole in (self.episodes, self.recurring):
+            if whole is not None:
+                whole.finish(engine)
+                self.counters.update(whole.counters)
 
     def learn_episode(self, key: dict, digest: str, value: dict) -> bool:
         """Remember a group's course (``memo/episodes.py``); False if an equal key is known."""
         return self._remember(MemoEntry(EPISODE, self.fingerprint, fcg.SCHEME, digest, key, value))
 
-    def note_episode_hit(self, digest: str, first_flow: int, ns: int, payload_bytes: int) -> None:
+    def learn_recurring(self, key: dict, digest: str, value: dict) -> bool:
+        """Remember a recurring flow class (``memo/recurring.py``); False if an equal key is known."""
+        return self._remember(MemoEntry(RECURRING, self.fingerprint, fcg.SCHEME, digest, key, value))
+
+    def note_whole_hit(self, digest: str, first_flow: int, ns: int, payload_bytes: int) -> None:
+        """An episode or a recurring class taken from an entry: ``ns`` and ``payload_bytes`` not simulated."""
         self.counters["memo_hits"] += 1
         self.hit_counts[digest] = self.hit_counts.get(digest, 0) + 1
         was = self.jumped.get(digest, (0, 0))
@@ -242,6 +253,8 @@ class MemoSession:
         """Handle the memo log's records (the engine stopped with ``RUN_MEMO``)."""
         if self.episodes is not None:
             self.episodes.step(engine, self)
+        if self.recurring is not None:
+            self.recurring.step(engine, self)
         records = engine.take_records()
         # transients that ended since the last stop (their partition changed or is gone): learn them
         if not self.lookups:

@@ -190,10 +190,11 @@ def _replay_workload(spec: Spec, over: dict, run: dict, text: str, shared: _Shar
     inputs.update(iterations=iterations or trace.iterations, ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat)
     if run["mode"] == "wormhole":
         inputs["memo_shared_prefixes"] = run["memo_shared_prefixes"]
-        if run["memo_episodes"]:  # only when set: points named before it existed keep their ids
-            inputs["memo_episodes"] = True
+        for flag in ("memo_episodes", "memo_recurring"):  # only when set: points named before keep their ids
+            if run[flag]:
+                inputs[flag] = True
     task.update(ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat, memo_shared_prefixes=run["memo_shared_prefixes"],
-                memo_episodes=run["memo_episodes"])
+                memo_episodes=run["memo_episodes"], memo_recurring=run["memo_recurring"])
     return prepared
 
 

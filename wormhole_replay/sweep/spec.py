@@ -78,6 +78,7 @@ RUN_FIELDS = {
     "ff_mean_jumps": Field("bool", "jump contended partitions at their flows' mean shares (--ff-mean-jumps)"),
     "memo_shared_prefixes": Field("bool", "--memo-shared-prefixes", REPLAY),
     "memo_episodes": Field("bool", "--memo-episodes: whole iterations from the memo", REPLAY),
+    "memo_recurring": Field("bool", "--memo-recurring: flows from their earlier copies", REPLAY),
 }
 GEN_FIELDS = {
     "kind": Field("str", "gpt or moe", choices=("gpt", "moe")),
@@ -94,7 +95,8 @@ GEN_FIELDS = {
 }
 GEN_DEFAULTS = {"kind": "gpt", "tp": 1, "pp": 1, "ep": 1, "microbatches": 1, "bucket_mb": 25.0, "tflops": 150.0}
 CONFIG_VALUE = Field("config", "a config.txt value: a number, a string of its tokens, or a list of tokens")
-DEFAULTS = {"mode": "wormhole", "ports": "connection", "memo_shared_prefixes": False, "memo_episodes": False}
+DEFAULTS = {"mode": "wormhole", "ports": "connection", "memo_shared_prefixes": False, "memo_episodes": False,
+            "memo_recurring": False}
 TABLES = ("gen", "config", "grid", "points")
 _FILE_KEYS = {k for k in CONFIG_KEYS if k.endswith("_FILE")}  # named by the spec's own fields instead
 

@@ -112,7 +112,8 @@ def _run(task: dict, tmp: Path) -> tuple[dict, dict]:
         res = replay(trace, task["topology"], task["cc"], task["iterations"], config,
                      intra_bw_bps=task["intra_bw_bps"], intra_latency_ns=task["intra_latency_ns"], mode=task["mode"],
                      fast_forward=ff, memo_db=memo_db, memo_shared_prefixes=task["memo_shared_prefixes"],
-                     memo_episodes=task.get("memo_episodes", False), ports=task["ports"])
+                     memo_episodes=task.get("memo_episodes", False),
+                     memo_recurring=task.get("memo_recurring", False), ports=task["ports"])
         hits, learned, tables = res.memo_hits, res.memo_learned, (res.iterations, res.collectives)
         files = {"flows.parquet": _parquet(res.flows), "collectives.csv": res.collectives.to_csv(index=False).encode(),
                  "iterations.csv": res.iterations.to_csv(index=False).encode(), "fct.txt": format_fct(res.flows).encode()}

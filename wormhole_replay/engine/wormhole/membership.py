@@ -12,7 +12,7 @@ thaw (``fluid.neighbourhood_changed``).
 """
 
 from ..kernel import kernel
-from ..layout import (CI_MEMO, CI_WH_FLUID, FT_DPATH, FT_PART, FT_PNEXT, MEMO_EMPTIED, ML_EMPTIED, PT_NUSE, PT_PART,
+from ..layout import (CI_MEMO, CI_WH_FLUID, FT_DPATH, FT_MEMO_TIMER, FT_PART, FT_PNEXT, MEMO_EMPTIED, ML_EMPTIED, PT_FOREIGN, PT_NUSE, PT_PART,
                       PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS, WP_GEN, WP_NFLOWS, WP_PORTS, WP_STATE)
 from .fluid import release_all
 from .fluid_groups import neighbourhood_changed
@@ -45,11 +45,13 @@ def flow_started(net, flows, events, cfg, state, parts, f):
             if k >= 0 and k != into:
                 merge(parts, net, flows, state, into, k)
     flow_link(parts, flows, into, f)
+    foreign = 1 - flows.table[f, FT_MEMO_TIMER]  # not one of the memo's timers (wormhole/timers.py)
     for j in range(flows.table[f, FT_DPATH], end):
         for p in (paths[j], ports[paths[j], PT_PEER]):
             if ports[p, PT_PART] < 0:
                 port_link(parts, net, into, p)
             ports[p, PT_NUSE] += 1
+            ports[p, PT_FOREIGN] += foreign
     changed(parts, cfg, state, into)
     if cfg.ints[CI_WH_FLUID] != 0:
         neighbourhood_changed(net, flows, events, cfg, state, parts, into, f)
@@ -74,9 +76,11 @@ def flow_finished(net, flows, events, cfg, state, parts, f):
     release_all(net, flows, cfg, state, f)
     flow_unlink(parts, flows, f)
     end = ports_end(flows, f)
+    foreign = 1 - ft[f, FT_MEMO_TIMER]
     for j in range(ft[f, FT_DPATH], end):
         for p in (paths[j], ports[paths[j], PT_PEER]):
             ports[p, PT_NUSE] -= 1
+            ports[p, PT_FOREIGN] -= foreign
             if ports[p, PT_NUSE] == 0:
                 port_unlink(parts, net, p)
     if wp[k, WP_NFLOWS] == 0:
