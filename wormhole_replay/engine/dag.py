@@ -13,8 +13,9 @@ Python per flow.
 
 
 from .kernel import kernel
-from .layout import (FT_BYTES_RX, FT_DELAY, FT_DONE_IDX, FT_FINISH, FT_LAUNCH_HOPS, FT_PREDS_LEFT, FT_READY,
-                     FT_RX_DONE, FT_SIZE, FT_START, FT_STATE, FT_SUCC, FT_VIRTUAL, ST_FINISHED, ST_NEXT_FLOW, ST_NOW)
+from .layout import (FT_BYTES_RX, FT_DELAY, FT_DONE_IDX, FT_FINISH, FT_LAUNCH_HOPS, FT_MEMO_TIMER, FT_PREDS_LEFT,
+                     FT_READY, FT_RX_DONE, FT_SIZE, FT_START, FT_STATE, FT_SUCC, FT_VIRTUAL, ST_FINISHED, ST_NEXT_FLOW,
+                     ST_NOW)
 from .queue import q_set
 from .slots import T_START, flows_slot, next_seq, qp_slot
 
@@ -78,7 +79,7 @@ def schedule_flow_inputs(flows, events, cfg, state, t):
         if ft[f, FT_START] != t:
             break
         state[ST_NEXT_FLOW] += 1
-        if ft[f, FT_VIRTUAL] >= 0:
+        if ft[f, FT_VIRTUAL] >= 0 and ft[f, FT_MEMO_TIMER] == 0:  # the memo's timers start as flows do
             virtual_flow_event(flows, events, cfg, state, f)
             continue
         ft[f, FT_LAUNCH_HOPS] = 1  # Initialize, then StartApplication (see the module's docstring)

@@ -43,7 +43,8 @@ PT_FLUID_T = 27
 PT_JUMP_BYTES = 28  # wormhole: bytes its link carried during its partition's jumps (credited at thaw; the monitor's tx bytes)
 PT_FLUID_ACC = 29  # ... bps its fluid flows add to its byte counter (from when each went fluid to its thaw)
 PT_FOREIGN = 30  # wormhole: active flows crossing it (data or ACKs) that the memo did not make timers (FT_MEMO_TIMER)
-PT_LEN = 31
+PT_TIMERS = 31  # wormhole: the memo's timers running whose data or ACK path crosses it (wormhole/timers.py)
+PT_LEN = 32
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -134,7 +135,8 @@ FT_GROUP = 55  # fluid: the flow whose data group it went fluid with (a fluid pa
 FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns), -1 if it may not go fluid
 FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
 FT_MEMO_TIMER = 58  # 1: the memo made this network flow a timer (memo_view.make_timers; wormhole/timers.py)
-FT_LEN = 59
+FT_TIMER_AT = 59  # ... while such a timer runs: its place in parts.timers (-1 otherwise)
+FT_LEN = 60
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate
@@ -296,7 +298,9 @@ ST_WH_FLUID = 38  # flows made fluid
 ST_WH_FLUID_NOW = 39  # flows fluid now
 ST_WH_FLUID_THAWS = 40  # fluid flows thawed before their planned end (a neighbour changed)
 ST_WH_MEAN_JUMPS = 41  # fast-forwards at the window's mean rates of shares that wander (jump.stationary)
-ST_LEN = 42
+ST_WH_TIMERS = 42  # the memo's timers running (parts.timers[:n])
+ST_WH_TIMERS_THAWED = 43  # ... made packet flows half-way, a foreign flow having started beside them
+ST_LEN = 44
 
 # --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---
 WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)

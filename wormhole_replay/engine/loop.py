@@ -42,12 +42,12 @@ from .pfc import pfc_received
 from .queue import pending, q_pop, q_set
 from .rng import uniform
 from .slots import T_FLUID, T_RTO, T_START, flow_slots_base, flows_slot, monitor_slot, sample_slot
+from .wormhole import timers
 from .wormhole.fluid_groups import thaw_group
 from .wormhole.jump import thaw
 from .wormhole.membership import flow_finished, flow_started
 from .wormhole.partitions import FROZEN
 from .wormhole.steadiness import sample
-from .wormhole.timers import start_as_timer_or_packets
 
 
 @kernel(inline="always")
@@ -107,14 +107,16 @@ def _deliver(net, flows, events, cfg, state, parts, lp):
 def _qp_event(net, flows, events, cfg, state, parts, f, timer):
     """One of flow f's slots fired: its start, its retransmission timer, or a CC timer."""
     if timer == T_START:
-        if cfg.ints[CI_WH] != 0 and flows.table[f, FT_VIRTUAL] >= 0:  # a memo's timer meeting live flows
-            start_as_timer_or_packets(net, flows, cfg, state, f)
+        if cfg.ints[CI_WH] != 0 and flows.table[f, FT_VIRTUAL] >= 0:  # the memo's timers (wormhole/timers)
+            timers.start(net, flows, cfg, state, parts, f)
         if flows.table[f, FT_VIRTUAL] >= 0:
             dag.virtual_flow_event(flows, events, cfg, state, f)
         elif dag.launch_step(flows, events, cfg, state, f):
             if cfg.ints[CI_WH] != 0:
                 flow_started(net, flows, events, cfg, state, parts, f)
             nic.start_flow(net, flows, cfg, state, f)
+            if cfg.ints[CI_WH] != 0 and timers.running_beside(net, flows, f):
+                timers.thaw_beside(net, flows, events, cfg, state, parts, f)
     elif timer == T_RTO:
         transport.retransmission_timeout(net, flows, events, cfg, state, f)
     elif timer == T_FLUID:  # a fluid group's jump ends as planned (its partition first, if frozen)

@@ -242,6 +242,11 @@ class EngineView:
         """Which of ``flows`` are (still) timers: not simulated packet by packet."""
         return self._e.flows.table[np.asarray(flows, np.int64), L.FT_VIRTUAL] >= 0
 
+    @property
+    def timers_thawed(self) -> int:
+        """The memo's timers made packet flows half-way, a foreign flow having started beside them."""
+        return int(self._e.state[L.ST_WH_TIMERS_THAWED])
+
     def any_started(self, flows) -> bool:
         """Some flow of ``flows`` has started."""
         return bool((self._e.flows.table[np.asarray(flows, np.int64), L.FT_STATE] != 0).any())

@@ -73,7 +73,8 @@ class Recurring:
         self.next_scan = 0
         self.taken: list = []  # the copies turned into timers, per class taken
         self.counters = {"memo_recurring_classes": int((counts > trust).sum()), "memo_recurring_trusted": 0,
-                         "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0}
+                         "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
+                         "memo_timers_thawed": 0}
 
     def start(self, engine, session) -> None:
         """Before the first event: the classes the memo knows are taken from their first copy."""
@@ -129,7 +130,8 @@ class Recurring:
         engine.make_timers(waiting, times[:, 0], times[:, 1])
         self.taken.append(waiting)
         self.counters["memo_recurring_taken"] += len(waiting)
-        if digest is not None:
+        if digest is not None:  # a lookup that hit, for the per-iteration counts
+            session.looked_flows.append(int(waiting[0]))
             session.note_whole_hit(digest, int(waiting[0]), int(times[:, 0].sum()), int(self.sizes[waiting].sum()))
 
     def finish(self, engine) -> None:
@@ -138,6 +140,7 @@ class Recurring:
         if self.taken:
             taken = np.concatenate(self.taken)
             self.counters["memo_recurring_met_live"] = int((~engine.timers(taken)).sum())
+        self.counters["memo_timers_thawed"] = engine.timers_thawed
         engine.settle_timers()
 
 

@@ -1,34 +1,162 @@
 """Network flows the memo turned into timers (``EngineView.make_timers``: an episode's, a recurring
-flow's copies, marked ``FT_MEMO_TIMER``): such a flow, once due, starts as a timer only where no
-*foreign* live flow crosses any of its ports (data or ACK path, either direction, as partitions are
-made: ``PT_FOREIGN``), a foreign flow being one the memo did not make a timer; else it starts as a
-packet flow after all.  A timer crosses no link: beside a flow its copies never met it would neither
-slow that flow nor be slowed by it (measured on a 128-GPU DDP iteration on a rail fabric,
-2026-12-03: ring steps taken as timers while a pipeline send crossed their rail link ended 42%
-early, and the send, alone on the link, 49% early).  The memo's own timers simulated after all are
-not foreign: they are the pattern the timers were learned in (a ring's steps share their hosts'
-ports through their ACKs), and counting them made every later step of the ring simulated too (all
-107,008 copies of that iteration)."""
+flow's copies, marked ``FT_MEMO_TIMER``), and the live flows beside them.
+
+A timer crosses no link: beside a flow its copies never met it would neither slow that flow nor be
+slowed by it (measured on a 128-GPU DDP iteration on a rail fabric, 2026-12-03: ring steps taken as
+timers while a pipeline send crossed their rail link ended 42% early, and the send, alone on the
+link, 49% early).  So where a *foreign* flow (one the memo did not make a timer) is live on one of
+a timer's ports (data or ACK path, either direction, as partitions are made), the timer is simulated
+packet by packet:
+
+* a timer due while a foreign flow is live there starts as a packet flow (``start``);
+* a foreign flow that starts where timers run makes them packet flows from there on
+  (``thaw_beside``): each is credited the bytes its timer had covered, in proportion to the time
+  it ran, and goes on from line rate, as a new flow would.
+
+The memo's own timers simulated after all are not foreign: they are the pattern the timers were
+learned in (a ring's steps share their hosts' ports through their ACKs), and counting them made
+every later step of that ring simulated too (all 107,008 copies of the iteration above).  Ports
+count the foreign flows live on them (``PT_FOREIGN``, ``membership``) and the timers running
+(``PT_TIMERS``); the timers running are listed in ``parts.timers``.
+"""
+
+import numpy as np
 
 from ..kernel import kernel
-from ..layout import (CI_PAYLOAD, FT_DPATH, FT_SIZE, FT_SKIPPED, FT_STATE, FT_VIRTUAL, PT_FOREIGN, PT_PEER,
-                      ST_WH_EV_SKIPPED)
+from ..layout import (CI_PAYLOAD, FT_BYTES_RX, FT_DPATH, FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED,
+                      FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, FT_START, FT_STATE, FT_TIMER_AT,
+                      FT_VIRTUAL, PT_FOREIGN, PT_PEER, PT_TIMERS, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_TIMERS,
+                      ST_WH_TIMERS_THAWED)
+from ..nic import start_flow
+from ..queue import q_remove
+from ..slots import T_START, qp_slot
+from .membership import flow_started
 from .partitions import ports_end
 
 
+@kernel(inline="always")
+def _count(net, flows, f, column, by):
+    """Every port flow f's data and ACKs cross (either direction) counts ``by`` more in ``column``."""
+    paths, ports = flows.paths, net.ports
+    for j in range(flows.table[f, FT_DPATH], ports_end(flows, f)):
+        ports[paths[j], column] += by
+        ports[ports[paths[j], PT_PEER], column] += by
+
+
+@kernel(inline="always")
+def _crosses(net, flows, f, column):
+    """Some port flow f's data or ACKs cross (either direction) counts something in ``column``."""
+    paths, ports = flows.paths, net.ports
+    for j in range(flows.table[f, FT_DPATH], ports_end(flows, f)):
+        if ports[paths[j], column] > 0 or ports[ports[paths[j], PT_PEER], column] > 0:
+            return True
+    return False
+
+
 @kernel
-def start_as_timer_or_packets(net, flows, cfg, state, f):
-    """Flow f (a timer, ``FT_VIRTUAL`` >= 0) is due: if it is a network flow turned into a timer
-    and a foreign live flow crosses one of its ports, it becomes a packet flow again."""
-    ft, paths, ports = flows.table, flows.paths, net.ports
-    first, end = ft[f, FT_DPATH], ports_end(flows, f)
-    if ft[f, FT_STATE] != 0 or end == first:  # running (this is its end), or a compute op: no ports
+def _unskip(flows, cfg, state, f, credited):
+    """Flow f is simulated after all, ``credited`` bytes of it as the timer ran: its packets' events
+    are no longer counted as avoided."""
+    ft = flows.table
+    payload = cfg.ints[CI_PAYLOAD]
+    hops = ports_end(flows, f) - ft[f, FT_DPATH]
+    left = ft[f, FT_SIZE] - credited
+    state[ST_WH_EV_SKIPPED] -= (left + payload - 1) // payload * 2 * hops
+    ft[f, FT_SKIPPED] = credited
+    ft[f, FT_VIRTUAL] = -1
+
+
+@kernel
+def _stop_running(net, flows, parts, state, f):
+    """Timer f is no longer running: off its ports' counts and out of the list."""
+    ft = flows.table
+    _count(net, flows, f, PT_TIMERS, -1)
+    i = ft[f, FT_TIMER_AT]
+    n = state[ST_WH_TIMERS] - 1
+    last = parts.timers[n]
+    parts.timers[i] = last
+    ft[last, FT_TIMER_AT] = i
+    ft[f, FT_TIMER_AT] = -1
+    state[ST_WH_TIMERS] = n
+
+
+@kernel
+def start(net, flows, cfg, state, parts, f):
+    """Flow f's timer slot fired (``FT_VIRTUAL`` >= 0): if it is one of the memo's timers, it
+    starts running, or, a foreign flow being live on its ports, becomes a packet flow; or it ends."""
+    ft = flows.table
+    if ft[f, FT_MEMO_TIMER] == 0:  # a compute op or an intra-server copy
         return
-    for j in range(first, end):
-        p = paths[j]
-        if ports[p, PT_FOREIGN] > 0 or ports[ports[p, PT_PEER], PT_FOREIGN] > 0:
-            payload = cfg.ints[CI_PAYLOAD]
-            ft[f, FT_VIRTUAL] = -1
-            ft[f, FT_SKIPPED] = 0
-            state[ST_WH_EV_SKIPPED] -= (ft[f, FT_SIZE] + payload - 1) // payload * 2 * (end - first)
-            return
+    if ft[f, FT_STATE] != 0:  # its end
+        _stop_running(net, flows, parts, state, f)
+        return
+    if _crosses(net, flows, f, PT_FOREIGN):
+        _unskip(flows, cfg, state, f, 0)
+        return
+    _count(net, flows, f, PT_TIMERS, 1)
+    n = state[ST_WH_TIMERS]
+    parts.timers[n] = f
+    ft[f, FT_TIMER_AT] = n
+    state[ST_WH_TIMERS] = n + 1
+
+
+@kernel
+def running_beside(net, flows, g):
+    """Foreign flow g, starting, crosses a port where some of the memo's timers run."""
+    return flows.table[g, FT_MEMO_TIMER] == 0 and _crosses(net, flows, g, PT_TIMERS)
+
+
+@kernel
+def shares_a_port(net, flows, f, g):
+    """Flows f and g cross a common port (data or ACKs, either direction)."""
+    paths, ports = flows.paths, net.ports
+    for i in range(flows.table[f, FT_DPATH], ports_end(flows, f)):
+        p = paths[i]
+        q = ports[p, PT_PEER]
+        for j in range(flows.table[g, FT_DPATH], ports_end(flows, g)):
+            r = paths[j]
+            if r == p or r == q:
+                return True
+    return False
+
+
+@kernel
+def to_packets(net, flows, events, cfg, state, parts, f):
+    """Running timer f becomes a packet flow now, credited the bytes its timer has covered (its
+    size times the share of its time to the last byte received that has passed, in whole packets,
+    at least one packet left); returns its start, which the caller restores once it is started."""
+    ft = flows.table
+    now = state[ST_NOW]
+    begun = ft[f, FT_START]
+    payload = cfg.ints[CI_PAYLOAD]
+    b = np.int64(ft[f, FT_SIZE] * ((now - begun) / max(ft[f, FT_VIRTUAL], 1))) // payload * payload
+    if b > ft[f, FT_SIZE] - payload:
+        b = max(ft[f, FT_SIZE] - payload, 0) // payload * payload
+    _stop_running(net, flows, parts, state, f)
+    q_remove(events, qp_slot(cfg, f, T_START))
+    _unskip(flows, cfg, state, f, b)
+    ft[f, FT_STATE] = 0
+    state[ST_WH_TIMERS_THAWED] += 1
+    return begun, b
+
+
+@kernel
+def credit(flows, cfg, f, begun, b):
+    """Timer f, just started as a packet flow, keeps its start and is credited ``b`` bytes."""
+    ft = flows.table
+    ft[f, FT_START] = begun
+    for col in (FT_SND_NXT, FT_SND_UNA, FT_RX_EXPECTED, FT_BYTES_RX, FT_RX_LAST_NACK):
+        ft[f, col] += b
+    ft[f, FT_PKTS_SENT] += b // cfg.ints[CI_PAYLOAD]
+
+
+@kernel
+def thaw_beside(net, flows, events, cfg, state, parts, g):
+    """Foreign flow g has just started: the memo's timers running on its ports become packet flows."""
+    for i in range(state[ST_WH_TIMERS] - 1, -1, -1):  # a timer taken out is replaced by the last one
+        f = parts.timers[i]
+        if shares_a_port(net, flows, f, g):
+            begun, b = to_packets(net, flows, events, cfg, state, parts, f)
+            flow_started(net, flows, events, cfg, state, parts, f)
+            start_flow(net, flows, cfg, state, f)
+            credit(flows, cfg, f, begun, b)
