@@ -1,5 +1,8 @@
 """Recurring flows taken from their earlier copies (``memo/recurring.py``, ``replay(memo_recurring=True)``)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from test_wormhole import FF, MB, TOPO, _flows
@@ -151,3 +154,19 @@ def test_a_timer_meeting_a_foreign_flow_is_simulated(timer_first):
     if not timer_first:  # started as a packet flow: the run without a timer
         plain = simulate(TOPO, flows, cc="hpcc", fast_forward=FF).flows
         assert f["fct_ns"].tolist() == plain["fct_ns"].tolist()
+
+
+def test_recurring_flows_moved_from_sqlite_to_postgres_give_the_same_hits(tmp_path, pg_url):
+    """``memo export`` / ``memo import`` carry recurring entries: a warm run on Postgres takes the
+    same copies from the memo as one on the SQLite file, with the same results."""
+    trace, db = _trace(), tmp_path / "memo.sqlite"
+    replay(trace, RAIL, "hpcc", iterations=2, memo_db=db, memo_recurring=True)
+    moved = tmp_path / "memo.json"
+    for args in (["export", str(moved), "--db", str(db)], ["import", str(moved), "--db", pg_url]):
+        p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    warm = {name: replay(trace, RAIL, "hpcc", iterations=2, memo_db=where, memo_recurring=True)
+            for name, where in (("sqlite", db), ("postgres", pg_url))}
+    taken = [w.counters["wormhole"]["memo_recurring_taken"] for w in warm.values()]
+    assert taken[0] == taken[1] == len(_network(warm["sqlite"]))
+    assert warm["sqlite"].flows["fct_ns"].tolist() == warm["postgres"].flows["fct_ns"].tolist()
