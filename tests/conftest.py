@@ -29,6 +29,17 @@ def reference_runs() -> Path:
 PG_SKIP = "WORMHOLE_TEST_POSTGRES_URL is unset (see DEVELOPERS.md)"
 
 
+def move_memo(source, target, tmp_path) -> None:
+    """``memo export`` from database ``source`` and ``memo import`` into ``target``, as a user would."""
+    import subprocess
+    import sys
+
+    moved = tmp_path / "memo.json"
+    for args in (["export", str(moved), "--db", str(source)], ["import", str(moved), "--db", str(target)]):
+        p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+
+
 @pytest.fixture
 def pg_url():
     """A Postgres URL whose search_path is a fresh schema, dropped afterwards."""

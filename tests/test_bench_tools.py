@@ -137,35 +137,32 @@ def test_bench_contention_memo_runs_wormhole_mode_on_a_new_database(tmp_path):
     assert not (tmp_path / "other.sqlite").exists()
 
 
-def test_bench_memo_episodes_prints_the_iterations_taken_whole(tmp_path, monkeypatch, capsys):
-    """``--episodes``: the cold run takes its last iteration whole and the warm run all but its
-    first (a rail shape whose iterations recur); catches the option not reaching the runs."""
+def _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, *flags) -> str:
+    """``bench_memo`` on a 16-GPU DDP iteration on a rail (its ring steps and iterations recur):
+    what it prints."""
     from wormhole_replay.workload.generators import GptShape, gpt_trace
     from wormhole_replay.workload.trace import save_trace
 
     save_trace(gpt_trace(GptShape(layers=1, hidden=1024, seq=512, vocab=8192), gpus=16, tp=2, tflops=5.0),
                tmp_path / "t.parquet")
     monkeypatch.setattr("sys.argv", ["bench_memo", "--trace", str(tmp_path / "t.parquet"), "--topology",
-                                     "rail:servers=8,gpus_per_server=2", "--cc", "hpcc", "--iterations", "4",
-                                     "--episodes"])
+                                     "rail:servers=8,gpus_per_server=2", "--cc", "hpcc", *flags])
     assert _tool("bench_memo").main() == 0
-    lines = {line.split(" iterations:")[0]: line for line in capsys.readouterr().out.splitlines() if " iterations: " in line}
+    return capsys.readouterr().out
+
+
+def test_bench_memo_episodes_prints_the_iterations_taken_whole(tmp_path, monkeypatch, capsys):
+    """``--episodes``: the cold run takes its last iteration whole and the warm run all but its
+    first (a rail shape whose iterations recur); catches the option not reaching the runs."""
+    out = _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, "--iterations", "4", "--episodes")
+    lines = {line.split(" iterations:")[0]: line for line in out.splitlines() if " iterations: " in line}
     assert lines["cold"].count("hits 1/1") == 1 and lines["warm"].count("hits 1/1") == 3, lines
 
 
 def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatch, capsys):
     """``--recurring``: on a rail each ring step recurs, so the cold run simulates a few copies of
     each and the warm run almost nothing; catches the option not reaching the runs."""
-    from wormhole_replay.workload.generators import GptShape, gpt_trace
-    from wormhole_replay.workload.trace import save_trace
-
-    save_trace(gpt_trace(GptShape(layers=1, hidden=1024, seq=512, vocab=8192), gpus=16, tp=2, tflops=5.0),
-               tmp_path / "t.parquet")
-    monkeypatch.setattr("sys.argv", ["bench_memo", "--trace", str(tmp_path / "t.parquet"), "--topology",
-                                     "rail:servers=8,gpus_per_server=2", "--cc", "hpcc", "--iterations", "2",
-                                     "--recurring"])
-    assert _tool("bench_memo").main() == 0
-    out = capsys.readouterr().out
+    out = _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, "--iterations", "2", "--recurring")
     assert "recurring flows memoized" in out.splitlines()[0]
     events = {line.split()[0]: int(line.split()[3].replace(",", "")) for line in out.splitlines()
               if len(line.split()) > 3 and line.split()[2].endswith("x")}  # the table's rows

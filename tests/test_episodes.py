@@ -1,10 +1,8 @@
 """Whole iterations from the memo (``memo/episodes.py``, ``replay(memo_episodes=True)``)."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from conftest import move_memo
 
 from wormhole_replay.memo import exchange, fcg
 from wormhole_replay.memo.entry import MemoEntry, validate
@@ -114,10 +112,7 @@ def test_episodes_moved_from_sqlite_to_postgres_give_the_same_hits(tmp_path, pg_
     iterations from the memo as one on the SQLite file, with the same results."""
     trace, db = _trace(5.0), tmp_path / "memo.sqlite"
     replay(trace, RAIL, "hpcc", iterations=3, memo_db=db, memo_episodes=True)
-    moved = tmp_path / "memo.json"
-    for args in (["export", str(moved), "--db", str(db)], ["import", str(moved), "--db", pg_url]):
-        p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
+    move_memo(db, pg_url, tmp_path)
     warm = {name: replay(trace, RAIL, "hpcc", iterations=3, memo_db=where, memo_episodes=True)
             for name, where in (("sqlite", db), ("postgres", pg_url))}
     hits = [w.counters["wormhole"]["memo_episode_hits"] for w in warm.values()]

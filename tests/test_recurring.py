@@ -1,10 +1,8 @@
 """Recurring flows taken from their earlier copies (``memo/recurring.py``, ``replay(memo_recurring=True)``)."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from conftest import move_memo
 from test_wormhole import FF, MB, TOPO, _flows
 
 from wormhole_replay.api import prepare_direct_run, simulate
@@ -161,10 +159,7 @@ def test_recurring_flows_moved_from_sqlite_to_postgres_give_the_same_hits(tmp_pa
     same copies from the memo as one on the SQLite file, with the same results."""
     trace, db = _trace(), tmp_path / "memo.sqlite"
     replay(trace, RAIL, "hpcc", iterations=2, memo_db=db, memo_recurring=True)
-    moved = tmp_path / "memo.json"
-    for args in (["export", str(moved), "--db", str(db)], ["import", str(moved), "--db", pg_url]):
-        p = subprocess.run([sys.executable, "-m", "wormhole_replay", "memo", *args], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
+    move_memo(db, pg_url, tmp_path)
     warm = {name: replay(trace, RAIL, "hpcc", iterations=2, memo_db=where, memo_recurring=True)
             for name, where in (("sqlite", db), ("postgres", pg_url))}
     taken = [w.counters["wormhole"]["memo_recurring_taken"] for w in warm.values()]
