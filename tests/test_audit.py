@@ -169,6 +169,12 @@ def test_thresholds_noise_verdict_and_spot_check_errors():
                          "interrupted": [False, False, False, True]})
     assert list(C.spot_check_errors(spot)[:3]) == pytest.approx([0.0, 0.1, 0.5])
     assert np.isnan(C.spot_check_errors(spot)[3])
+    # a recurring flow's check compares times (its bytes are not compared): its own error
+    timed = pd.DataFrame({"expected_bytes": [1000, -1, -1], "actual_bytes": [1000, -1, -1],
+                          "expected_ns": [None, 1000, 1000], "actual_ns": [None, 1020, None],
+                          "error": [None, 0.02 / 1.02, None], "interrupted": [False, False, True]})
+    errors = C.spot_check_errors(timed)
+    assert errors[:2] == pytest.approx([0.0, 0.02 / 1.02]) and np.isnan(errors[2])
 
 
 def test_a_threshold_on_a_metric_that_was_not_measured_fails_closed():

@@ -6,6 +6,7 @@ from conftest import move_memo
 from test_wormhole import FF, MB, TOPO, _flows
 
 from wormhole_replay.api import prepare_direct_run, simulate
+from wormhole_replay.audit.compare import spot_check_errors
 from wormhole_replay.engine import memo_view as V
 from wormhole_replay.engine.simulate import simulate as simulate_engine
 from wormhole_replay.memo import exchange
@@ -65,6 +66,12 @@ def test_ring_steps_on_a_rail_are_taken_from_their_first_copies_then_from_the_me
     assert warm.counters["events"] < 0.01 * cold.counters["events"]
     mean, worst, iteration = _errors(warm, full)
     assert mean < 0.003 and worst < 0.01 and iteration < 0.002  # measured 0.07%, 0.19%, 0.04%
+    # spot checks: every class keeps its first copy simulated, and two are compared with the entry
+    checked = replay(trace, RAIL, "hpcc", iterations=2, memo_db=db, memo_recurring=True, memo_spot_check=2)
+    spot = checked.spot_checks
+    errors = spot_check_errors(spot)[spot["actual_ns"].notna().to_numpy()]
+    assert len(errors) == 2 and (errors < 0.01).all(), spot  # measured 0.00% and 0.05%
+    assert checked.counters["wormhole"]["memo_recurring_taken"] == w["memo_recurring_taken"] - 32
     # another compute speed is another workload: its contention may differ, nothing is taken whole
     other = replay(_trace(50.0), RAIL, "hpcc", iterations=2, memo_db=db, memo_recurring=True)
     assert other.counters["wormhole"]["memo_recurring_taken"] < warm.counters["wormhole"]["memo_recurring_taken"]

@@ -303,15 +303,21 @@ def fast_forward_summary(full_counters: dict, fast_counters: dict, jumps: pd.Dat
 def spot_check_errors(spot: pd.DataFrame) -> np.ndarray:
     """Per spot check, the relative error of the entry's bytes against the bytes its flows actually
     delivered when simulated packet by packet: ``|expected - actual| / actual`` (the largest over
-    its flows when the columns hold one value per flow); NaN for a check that was interrupted
-    (its partition changed before the transient ended) or cannot be compared."""
+    its flows when the columns hold one value per flow); for a check of a recurring flow, which
+    compares times (``expected_ns``, ``actual_ns``: to its last byte received), its own ``error``;
+    NaN for a check that was interrupted (its partition changed before the transient ended) or
+    cannot be compared."""
     out = np.full(len(spot), np.nan)
     if not len(spot):
         return out
     if not {"expected_bytes", "actual_bytes"} <= set(spot.columns):
         return spot["error"].to_numpy(dtype=float) if "error" in spot else out
     stopped = spot["interrupted"].to_numpy(dtype=bool) if "interrupted" in spot else np.zeros(len(spot), bool)
+    timed = spot["actual_ns"].notna().to_numpy() if "actual_ns" in spot else np.zeros(len(spot), bool)
     for i, (e, a) in enumerate(zip(spot["expected_bytes"], spot["actual_bytes"])):
+        if timed[i] and not stopped[i]:
+            out[i] = float(spot["error"].iloc[i])
+            continue
         e = np.asarray(e, dtype=float).ravel()
         a = np.asarray(a, dtype=float).ravel()
         if stopped[i] or e.shape != a.shape or not e.size or (a <= 0).any():

@@ -271,17 +271,20 @@ class EngineView:
         start, _, fin = self.flow_times(flows)
         return bool(((start >= 0) & (start < t1) & ((fin < 0) | (fin > t0))).any())
 
-    def make_timers(self, flows, rx_ns, fct_ns) -> None:
+    def make_timers(self, flows, rx_ns, fct_ns, simulated: bool = False) -> None:
         """Network ``flows``, none started, become timers: each, once it starts, is received
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
         (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided.  One
-        that is due while a live flow crosses its ports is simulated after all (``wormhole/timers.py``)."""
+        that is due while a live flow crosses its ports is simulated after all (``wormhole/timers.py``).
+        ``simulated``: the flows stay packet flows (a spot check), counted as the memo's, not foreign."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
-        ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
         ft[at, L.FT_MEMO_TIMER] = 1
+        if simulated:
+            return
+        ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]

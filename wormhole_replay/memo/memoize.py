@@ -49,7 +49,8 @@ class Memoizer:
             self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples,
                                        ff.short_samples, shared_prefixes=self.shared_prefixes,
                                        on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole,
-                                       recurring=(lambda known: Recurring(flows, plan.sport, known)) if recurring else None)
+                                       recurring=(lambda known: Recurring(flows, plan.sport, known, spot_check=self.spot_check))
+                                       if recurring else None)
             return self.session
 
         return make

@@ -228,10 +228,12 @@ class MemoSession:
 
     def finish(self, engine: V.EngineView) -> None:
         """After the last event."""
-        for whole in (self.episodes, self.recurring):
-            if whole is not None:
-                whole.finish(engine)
-                self.counters.update(whole.counters)
+        if self.episodes is not None:
+            self.episodes.finish(engine)
+            self.counters.update(self.episodes.counters)
+        if self.recurring is not None:
+            self.recurring.finish(engine, self)
+            self.counters.update(self.recurring.counters)
 
     def learn_episode(self, key: dict, digest: str, value: dict) -> bool:
         """Remember a group's course (``memo/episodes.py``); False if an equal key is known."""
@@ -452,7 +454,8 @@ class MemoSession:
             "memo_hits": pd.DataFrame(self.hits, columns=["time_ns", "digest", "steady", "t_conv_ns", "flows"]),
             "jumps": pd.DataFrame(self.jumps, columns=["partition", "start_ns", "end_ns", "kind", "flows"]),
             "spot_checks": pd.DataFrame(checks, columns=["time_ns", "digest", "flows", "t_conv_ns", "expected_bytes",
-                                                         "actual_bytes", "error", "interrupted"]),
+                                                         "actual_bytes", "expected_ns", "actual_ns", "error",
+                                                         "interrupted"]),
         }
 
     def _short(self, engine, k, gen, t) -> None:
