@@ -557,7 +557,8 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
                 s = s.rename(columns={"error": "engine_error"})
             s["error"] = spot_check_errors(s)
             spot = s
-        cols = ("time_ns", "digest", "t_conv_ns", "expected_bytes", "actual_bytes", "interrupted", "error")
+        cols = ("time_ns", "digest", "t_conv_ns", "expected_bytes", "actual_bytes", "expected_ns", "actual_ns",
+                "interrupted", "error")
         audit["spot_check"] = {
             "requested": args.spot_check, "count": 0 if s is None else int(len(s)),
             "interrupted": 0 if s is None or "interrupted" not in s else int(s["interrupted"].astype(bool).sum()),

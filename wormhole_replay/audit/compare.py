@@ -304,7 +304,8 @@ def spot_check_errors(spot: pd.DataFrame) -> np.ndarray:
     """Per spot check, the relative error of the entry's bytes against the bytes its flows actually
     delivered when simulated packet by packet: ``|expected - actual| / actual`` (the largest over
     its flows when the columns hold one value per flow); for a check of a recurring flow, which
-    compares times (``expected_ns``, ``actual_ns``: to its last byte received), its own ``error``;
+    compares times (``expected_ns``, ``actual_ns``: to its last byte received), its own ``error``
+    (``engine_error`` once the audit has renamed it);
     NaN for a check that was interrupted (its partition changed before the transient ended) or
     cannot be compared."""
     out = np.full(len(spot), np.nan)
@@ -314,9 +315,10 @@ def spot_check_errors(spot: pd.DataFrame) -> np.ndarray:
         return spot["error"].to_numpy(dtype=float) if "error" in spot else out
     stopped = spot["interrupted"].to_numpy(dtype=bool) if "interrupted" in spot else np.zeros(len(spot), bool)
     timed = spot["actual_ns"].notna().to_numpy() if "actual_ns" in spot else np.zeros(len(spot), bool)
+    own = spot["error" if "error" in spot else "engine_error"] if timed.any() else None  # audit renames it
     for i, (e, a) in enumerate(zip(spot["expected_bytes"], spot["actual_bytes"])):
         if timed[i] and not stopped[i]:
-            out[i] = float(spot["error"].iloc[i])
+            out[i] = float(own.iloc[i])
             continue
         e = np.asarray(e, dtype=float).ravel()
         a = np.asarray(a, dtype=float).ravel()
