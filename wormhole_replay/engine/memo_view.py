@@ -139,7 +139,9 @@ class EngineView:
     def _ports_end(self, flows) -> np.ndarray:
         """End of each flow's ports in ``paths`` (its data path, then its ACK path)."""
         ft = self._e.flows.table
-        return np.append(ft[1:, L.FT_DPATH], len(self._e.flows.paths))[np.asarray(flows, np.int64)]
+        nxt = np.asarray(flows, np.int64) + 1  # the next flow's data path starts where f's ports end
+        last = nxt >= len(ft)
+        return np.where(last, len(self._e.flows.paths), ft[np.where(last, 0, nxt), L.FT_DPATH])
 
     def line_rates(self, flows) -> np.ndarray:
         return self._e.flows.rates[flows, L.FF_MAX_RATE]
