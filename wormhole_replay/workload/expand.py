@@ -183,6 +183,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
 
     durations = []
     connections = []  # per flow: the connection it runs on, within its host pair (workload.ports)
+    shapes = {}  # a collective over rank positions, once per kind, algorithm, size and rank count
     for u in order:
         kind, members = units[u]
         first = recs[idx[members[0]]]
@@ -205,20 +206,7 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
             before = [after(m) for m in members]
             start = len(block)
             size = int(first.bytes)
-            sub = C.FlowBlock()
-            rk = list(range(n))  # expand over rank positions, then map
-            if n == 1 or size == 0:
-                pass
-            elif first.coll == "all_to_all":
-                C.all_to_all(rk, max(size // n, 1), block=sub)
-            elif first.coll == "all_reduce" and first.algo == "tree":
-                C.all_reduce_tree(rk, max(size, 2), block=sub)
-            elif first.coll == "all_reduce":
-                C.all_reduce_ring(rk, max(size, n), block=sub)
-            elif first.coll == "reduce_scatter":
-                C.reduce_scatter_ring(rk, max(size, n), block=sub)
-            else:  # all_gather: bytes is each rank's input, the output is n times that
-                C.all_gather_ring(rk, max(size * n, n), block=sub)
+            sub = _over_positions(str(first.coll), str(first.algo), n, size, shapes)
             last_in = defaultdict(list)
             last_out = defaultdict(list)
             # NCCL's all-to-all runs over the communicator's point-to-point connections
@@ -248,6 +236,31 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
     table = pd.DataFrame(info, columns=["op_id", "unit", "kind", "name", "coll", "iteration", "rank", "dst_rank"])
     table.insert(0, "flow_id", np.arange(len(table), dtype=np.int64))
     return fs, table
+
+
+def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> C.FlowBlock:
+    """A collective of ``size`` bytes over rank positions 0..n-1, expanded once per shape (a DDP
+    iteration at 128 GPUs repeats a few bucket sizes thousands of times: expanding each anew took a
+    quarter of its replay's wall time); read only."""
+    key = (coll, algo, n, size)
+    sub = shapes.get(key)
+    if sub is not None:
+        return sub
+    sub = shapes[key] = C.FlowBlock()
+    rk = list(range(n))
+    if n == 1 or size == 0:
+        pass
+    elif coll == "all_to_all":
+        C.all_to_all(rk, max(size // n, 1), block=sub)
+    elif coll == "all_reduce" and algo == "tree":
+        C.all_reduce_tree(rk, max(size, 2), block=sub)
+    elif coll == "all_reduce":
+        C.all_reduce_ring(rk, max(size, n), block=sub)
+    elif coll == "reduce_scatter":
+        C.reduce_scatter_ring(rk, max(size, n), block=sub)
+    else:  # all_gather: bytes is each rank's input, the output is n times that
+        C.all_gather_ring(rk, max(size * n, n), block=sub)
+    return sub
 
 
 def _topological(deps: list[list[int]]) -> list[int]:
