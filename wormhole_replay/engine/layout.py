@@ -44,7 +44,8 @@ PT_JUMP_BYTES = 28  # wormhole: bytes its link carried during its partition's ju
 PT_FLUID_ACC = 29  # ... bps its fluid flows add to its byte counter (from when each went fluid to its thaw)
 PT_FOREIGN = 30  # wormhole: active flows crossing it (data or ACKs) that the memo did not make timers (FT_MEMO_TIMER)
 PT_TIMERS = 31  # wormhole: the memo's timers running whose data or ACK path crosses it (wormhole/timers.py)
-PT_LEN = 32
+PT_TIMERS_DATA = 32  # ... of them whose data path crosses it
+PT_LEN = 33
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1

@@ -11,22 +11,28 @@ packet by packet:
 * a timer due while a foreign flow is live there starts as a packet flow (``start``);
 * a foreign flow that starts where timers run makes them packet flows from there on
   (``thaw_beside``): each is credited the bytes its timer had covered, in proportion to the time
-  it ran, and goes on from line rate, as a new flow would.
+  it ran, and goes on from line rate, as a new flow would;
+* two timers whose data would cross one link at once are both simulated: the later one starts as a
+  packet flow and the running one is thawed.  Each was learned on what its own copies met, which
+  need not have been the other (two classes that never overlapped while learned, and do later, as
+  a pipeline's sends and a ring's steps can once both recur).  Copies of one class never overlap
+  as timers: a ring step waits for the previous one to be received, which is when its timer ends.
 
 The memo's own timers simulated after all are not foreign: they are the pattern the timers were
 learned in (a ring's steps share their hosts' ports through their ACKs), and counting them made
 every later step of that ring simulated too (all 107,008 copies of the iteration above).  Ports
-count the foreign flows live on them (``PT_FOREIGN``, ``membership``) and the timers running
-(``PT_TIMERS``); the timers running are listed in ``parts.timers``.
+count the foreign flows live on them (``PT_FOREIGN``, ``membership``), the timers running
+(``PT_TIMERS``) and those of them whose data crosses them (``PT_TIMERS_DATA``); the timers running
+are listed in ``parts.timers``.
 """
 
 import numpy as np
 
 from ..kernel import kernel
-from ..layout import (CI_PAYLOAD, FT_BYTES_RX, FT_DPATH, FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED,
+from ..layout import (CI_PAYLOAD, FT_APATH, FT_BYTES_RX, FT_DPATH, FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED,
                       FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA, FT_START, FT_STATE, FT_TIMER_AT,
-                      FT_VIRTUAL, PT_FOREIGN, PT_PEER, PT_TIMERS, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_TIMERS,
-                      ST_WH_TIMERS_THAWED)
+                      FT_VIRTUAL, PT_FOREIGN, PT_PEER, PT_TIMERS, PT_TIMERS_DATA, ST_NOW, ST_WH_EV_SKIPPED,
+                      ST_WH_TIMERS, ST_WH_TIMERS_THAWED)
 from ..nic import start_flow
 from ..queue import q_remove
 from ..slots import T_START, qp_slot
@@ -41,6 +47,24 @@ def _count(net, flows, f, column, by):
     for j in range(flows.table[f, FT_DPATH], ports_end(flows, f)):
         ports[paths[j], column] += by
         ports[ports[paths[j], PT_PEER], column] += by
+
+
+@kernel(inline="always")
+def _count_data(net, flows, f, by):
+    """Every port flow f's data leaves from counts ``by`` more running timers' data."""
+    ft, paths, ports = flows.table, flows.paths, net.ports
+    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+        ports[paths[j], PT_TIMERS_DATA] += by
+
+
+@kernel(inline="always")
+def _data_meets_timers(net, flows, f):
+    """Flow f's data would leave a port some running timer's data leaves."""
+    ft, paths, ports = flows.table, flows.paths, net.ports
+    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+        if ports[paths[j], PT_TIMERS_DATA] > 0:
+            return True
+    return False
 
 
 @kernel(inline="always")
@@ -71,6 +95,7 @@ def _stop_running(net, flows, parts, state, f):
     """Timer f is no longer running: off its ports' counts and out of the list."""
     ft = flows.table
     _count(net, flows, f, PT_TIMERS, -1)
+    _count_data(net, flows, f, -1)
     i = ft[f, FT_TIMER_AT]
     n = state[ST_WH_TIMERS] - 1
     last = parts.timers[n]
@@ -90,10 +115,11 @@ def start(net, flows, cfg, state, parts, f):
     if ft[f, FT_STATE] != 0:  # its end
         _stop_running(net, flows, parts, state, f)
         return
-    if _crosses(net, flows, f, PT_FOREIGN):
+    if _crosses(net, flows, f, PT_FOREIGN) or _data_meets_timers(net, flows, f):
         _unskip(flows, cfg, state, f, 0)
         return
     _count(net, flows, f, PT_TIMERS, 1)
+    _count_data(net, flows, f, 1)
     n = state[ST_WH_TIMERS]
     parts.timers[n] = f
     ft[f, FT_TIMER_AT] = n
@@ -102,18 +128,24 @@ def start(net, flows, cfg, state, parts, f):
 
 @kernel
 def running_beside(net, flows, g):
-    """Foreign flow g, starting, crosses a port where some of the memo's timers run."""
-    return flows.table[g, FT_MEMO_TIMER] == 0 and _crosses(net, flows, g, PT_TIMERS)
+    """Flow g, starting as a packet flow, meets running timers it must not run beside: on any port
+    if it is foreign, on its data's ports if it is one of the memo's (a timer simulated after all)."""
+    if flows.table[g, FT_MEMO_TIMER] == 0:
+        return _crosses(net, flows, g, PT_TIMERS)
+    return _data_meets_timers(net, flows, g)
 
 
 @kernel
-def shares_a_port(net, flows, f, g):
-    """Flows f and g cross a common port (data or ACKs, either direction)."""
-    paths, ports = flows.paths, net.ports
-    for i in range(flows.table[f, FT_DPATH], ports_end(flows, f)):
+def shares_a_port(net, flows, f, g, data_only):
+    """Flows f and g cross a common port: their data leaves from one port (``data_only``), or any
+    port of their data and ACK paths, either direction."""
+    ft, paths, ports = flows.table, flows.paths, net.ports
+    f_end = ft[f, FT_APATH] if data_only else ports_end(flows, f)
+    g_end = ft[g, FT_APATH] if data_only else ports_end(flows, g)
+    for i in range(ft[f, FT_DPATH], f_end):
         p = paths[i]
-        q = ports[p, PT_PEER]
-        for j in range(flows.table[g, FT_DPATH], ports_end(flows, g)):
+        q = p if data_only else ports[p, PT_PEER]
+        for j in range(ft[g, FT_DPATH], g_end):
             r = paths[j]
             if r == p or r == q:
                 return True
@@ -152,10 +184,12 @@ def credit(flows, cfg, f, begun, b):
 
 @kernel
 def thaw_beside(net, flows, events, cfg, state, parts, g):
-    """Foreign flow g has just started: the memo's timers running on its ports become packet flows."""
+    """Flow g has just started (``running_beside``): the memo's timers running beside it become
+    packet flows."""
+    data_only = flows.table[g, FT_MEMO_TIMER] != 0
     for i in range(state[ST_WH_TIMERS] - 1, -1, -1):  # a timer taken out is replaced by the last one
         f = parts.timers[i]
-        if shares_a_port(net, flows, f, g):
+        if shares_a_port(net, flows, f, g, data_only):
             begun, b = to_packets(net, flows, events, cfg, state, parts, f)
             flow_started(net, flows, events, cfg, state, parts, f)
             start_flow(net, flows, cfg, state, f)
