@@ -109,7 +109,7 @@ def test_a_recurring_entry_is_validated():
 
 class _Timers:
     """A memo session that makes given flows timers of given times before the first event (what
-    ``Recurring`` and episodes do), and reads nothing."""
+    ``Recurring`` and episodes do), each a group of its own, and reads nothing."""
 
     lookups = False  # no counters of its own
 
@@ -120,7 +120,8 @@ class _Timers:
         return V.LOG_ON
 
     def start(self, engine):
-        engine.make_timers(self.flows, self.rx_ns, self.fct_ns)
+        for i, f in enumerate(self.flows):  # each learned apart (a group of its own)
+            engine.make_timers([f], self.rx_ns[i:i + 1], self.fct_ns[i:i + 1], group=i + 1)
 
     def handle(self, engine):
         engine.take_records()

@@ -45,7 +45,8 @@ PT_FLUID_ACC = 29  # ... bps its fluid flows add to its byte counter (from when 
 PT_FOREIGN = 30  # wormhole: active flows crossing it (data or ACKs) that the memo did not make timers (FT_MEMO_TIMER)
 PT_TIMERS = 31  # wormhole: the memo's timers running whose data or ACK path crosses it (wormhole/timers.py)
 PT_TIMERS_DATA = 32  # ... of them whose data path crosses it
-PT_LEN = 33
+PT_TIMERS_GROUP = 33  # ... their FT_MEMO_TIMER if they all have the same, else 0
+PT_LEN = 34
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -135,7 +136,7 @@ FT_RESV = 54  # ... hops holding its reservation: bit j data-path hop j, bit 8 +
 FT_GROUP = 55  # fluid: the flow whose data group it went fluid with (a fluid pass's union-find while live)
 FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns), -1 if it may not go fluid
 FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
-FT_MEMO_TIMER = 58  # 1: the memo made this network flow a timer (memo_view.make_timers; wormhole/timers.py)
+FT_MEMO_TIMER = 58  # != 0: the memo made this network flow a timer, learned with the others of this value (timers.py)
 FT_TIMER_AT = 59  # ... while such a timer runs: its place in parts.timers (-1 otherwise)
 FT_LEN = 60
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID

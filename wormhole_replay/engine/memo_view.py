@@ -273,17 +273,21 @@ class EngineView:
         start, _, fin = self.flow_times(flows)
         return bool(((start >= 0) & (start < t1) & ((fin < 0) | (fin > t0))).any())
 
-    def make_timers(self, flows, rx_ns, fct_ns, simulated: bool = False) -> None:
+    def make_timers(self, flows, rx_ns, fct_ns, group: int, simulated: bool = False) -> None:
         """Network ``flows``, none started, become timers: each, once it starts, is received
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
         (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided.  One
         that is due while a live flow crosses its ports is simulated after all (``wormhole/timers.py``).
-        ``simulated``: the flows stay packet flows (a spot check), counted as the memo's, not foreign."""
+        ``group`` (not 0) names what the timers were learned with: timers of one group may share links,
+        as their copies did when learned; timers of two groups whose data would share a link are
+        simulated.  ``simulated``: the flows stay packet flows (a spot check), counted as the memo's,
+        not foreign."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
-        ft[at, L.FT_MEMO_TIMER] = 1
+        assert group != 0
+        ft[at, L.FT_MEMO_TIMER] = group
         if simulated:
             return
         ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)

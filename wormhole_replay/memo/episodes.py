@@ -144,7 +144,7 @@ class Episodes:
         pos = self.positions[i]
         rx = np.asarray(e.value["rx_ns"], dtype=np.int64)[pos]
         fct = np.asarray(e.value["fct_ns"], dtype=np.int64)[pos]
-        engine.make_timers(net, rx, fct)
+        engine.make_timers(net, rx, fct, group=i + 1)  # an iteration's flows were learned together
         self.hit[i] = True
         self.counters["memo_episode_hits"] += 1
         session.note_whole_hit(e.digest, int(net[0]), int(rx.max()), int(self.sizes[net].sum()))

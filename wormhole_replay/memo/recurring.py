@@ -136,9 +136,9 @@ class Recurring:
         if self.spot_check and len(waiting) > 1:  # its first copy simulated, beside the others' first
             if len(self.checking) < self.spot_check:
                 self.checking.append((int(waiting[0]), self.digests[c], int(times[0, 0])))
-            engine.make_timers(waiting[:1], times[:1, 0], times[:1, 1], simulated=True)
+            engine.make_timers(waiting[:1], times[:1, 0], times[:1, 1], group=-(c + 1), simulated=True)
             waiting, times = waiting[1:], times[1:]
-        engine.make_timers(waiting, times[:, 0], times[:, 1])
+        engine.make_timers(waiting, times[:, 0], times[:, 1], group=-(c + 1))  # a class was learned alone
         self.taken.append(waiting)
         self.counters["memo_recurring_taken"] += len(waiting)
         if digest is not None:  # a lookup that hit, for the per-iteration counts

@@ -45,7 +45,7 @@ def flow_started(net, flows, events, cfg, state, parts, f):
             if k >= 0 and k != into:
                 merge(parts, net, flows, state, into, k)
     flow_link(parts, flows, into, f)
-    foreign = 1 - flows.table[f, FT_MEMO_TIMER]  # not one of the memo's timers (wormhole/timers.py)
+    foreign = 1 if flows.table[f, FT_MEMO_TIMER] == 0 else 0  # not one of the memo's timers (wormhole/timers.py)
     for j in range(flows.table[f, FT_DPATH], end):
         for p in (paths[j], ports[paths[j], PT_PEER]):
             if ports[p, PT_PART] < 0:
@@ -76,7 +76,7 @@ def flow_finished(net, flows, events, cfg, state, parts, f):
     release_all(net, flows, cfg, state, f)
     flow_unlink(parts, flows, f)
     end = ports_end(flows, f)
-    foreign = 1 - ft[f, FT_MEMO_TIMER]
+    foreign = 1 if ft[f, FT_MEMO_TIMER] == 0 else 0
     for j in range(ft[f, FT_DPATH], end):
         for p in (paths[j], ports[paths[j], PT_PEER]):
             ports[p, PT_NUSE] -= 1
