@@ -61,7 +61,8 @@ def _count_data(net, flows, f, by):
     for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
         p = paths[j]
         if by > 0:
-            ports[p, PT_TIMERS_GROUP] = group if ports[p, PT_TIMERS_DATA] == 0 or ports[p, PT_TIMERS_GROUP] == group else 0
+            alone = ports[p, PT_TIMERS_DATA] == 0 or ports[p, PT_TIMERS_GROUP] == group
+            ports[p, PT_TIMERS_GROUP] = group if alone else 0
         ports[p, PT_TIMERS_DATA] += by
         if ports[p, PT_TIMERS_DATA] == 0:
             ports[p, PT_TIMERS_GROUP] = 0
