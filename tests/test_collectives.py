@@ -1,11 +1,12 @@
 """Collectives expanded into flow DAGs, replayed on an idle fabric against analytic times."""
 
+import numpy as np
 import pytest
 
 from wormhole_replay.api import execute, prepare_direct_run
 from wormhole_replay.errors import InputError
 from wormhole_replay.workload.collectives import all_reduce_ring, all_to_all, reduce_scatter_ring
-from wormhole_replay.workload.flowfile import FlowSet
+from wormhole_replay.workload.flowfile import FlowSet, find_cycle
 
 STAR = "leaf-spine:hosts=9,leaves=1,spines=0"
 LINK = 100e9
@@ -72,6 +73,13 @@ def test_a_dependency_cycle_is_refused():
     fs = FlowSet.from_columns([1, 2], [2, 1], [1000, 1000], 0, deps=[[1], [0]])
     with pytest.raises(InputError, match="cycle"):
         execute(prepare_direct_run(STAR, fs, "dcqcn", out=None))
+
+
+def test_find_cycle_takes_id_order_at_once_and_otherwise_searches():
+    assert find_cycle(np.array([0, 0, 1, 2]), np.array([0, 1])) is None  # each on a lower id: a DAG at once
+    assert find_cycle(np.array([0, 1, 1, 1]), np.array([2])) is None  # flow 0 after flow 2: still a DAG
+    assert find_cycle(np.array([0, 1, 2]), np.array([1, 0])) == 0  # 0 after 1 after 0
+    assert find_cycle(np.array([0, 1]), np.array([0])) == 0  # a flow after itself
 
 
 def test_virtual_flows_are_compute_and_intra_server_copies():

@@ -111,10 +111,14 @@ class FlowSet:
 
 
 def find_cycle(deps_ptr: np.ndarray, deps: np.ndarray) -> int | None:
-    """A flow on a dependency cycle, or None if the dependencies form a DAG (Kahn's algorithm)."""
+    """A flow on a dependency cycle, or None if the dependencies form a DAG (Kahn's algorithm;
+    at once where every flow depends only on flows of lower ids, as an expanded trace's do: id
+    order is then a topological order)."""
     n = len(deps_ptr) - 1
     indeg = np.diff(deps_ptr).copy()
     owner = np.repeat(np.arange(n), np.diff(deps_ptr))  # edge e: deps[e] -> owner[e]
+    if (np.asarray(deps) < owner).all():
+        return None
     order = np.argsort(deps, kind="stable")
     succ_of, succ_ptr = owner[order], np.searchsorted(deps[order], np.arange(n + 1))
     stack = list(np.flatnonzero(indeg == 0))
