@@ -26,6 +26,7 @@ whose source port, and so ECMP path, it keeps from one collective to the next
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -206,19 +207,24 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
             before = [after(m) for m in members]
             start = len(block)
             size = int(first.bytes)
-            sub = _over_positions(str(first.coll), str(first.algo), n, size, shapes)
-            last_in = defaultdict(list)
-            last_out = defaultdict(list)
+            sub, shape = _over_positions(str(first.coll), str(first.algo), n, size, shapes)
             # NCCL's all-to-all runs over the communicator's point-to-point connections
             algo = "p2p" if first.coll == "all_to_all" else ("tree" if first.algo == "tree" else "ring")
-            for j in range(len(sub)):
-                a, b = sub.src[j], sub.dst[j]
-                deps = [start + d for d in sub.deps[j]]
-                if not sub.deps[j]:  # a first send: both sides must be ready
-                    deps = deps + before[a] + before[b]
-                f = add_transfer(ranks[a], ranks[b], sub.size[j], deps, meta_row, (job, str(first.group), algo, sub.channel[j]))
-                last_out[a].append(f)
-                last_in[b].append(f)
+            if len(sub):  # its flows at once (as add_transfer would add them one by one)
+                ra, rb = np.asarray(ranks, dtype=np.int64)[shape.src], np.asarray(ranks, dtype=np.int64)[shape.dst]
+                block.src.extend(node_of_rank[ra].tolist())
+                block.dst.extend(node_of_rank[rb].tolist())
+                block.size.extend(sub.size)
+                block.channel.extend([0] * len(sub))
+                # a first send waits for both sides to be ready
+                block.deps.extend([[start + d for d in dj] if dj else before[a] + before[b]
+                                   for dj, a, b in zip(sub.deps, sub.src, sub.dst)])
+                connections.extend([(job, str(first.group), algo, c) for c in sub.channel])
+                intra_ns = np.ceil(shape.size * 8e9 / intra_bw).astype(np.int64) + intra_lat
+                durations.extend(np.where(server_of_rank[ra] == server_of_rank[rb], intra_ns, -1).tolist())
+                info.extend([meta_row + ab for ab in zip(ra.tolist(), rb.tolist())])
+            last_out = {p: [start + j for j in js] for p, js in shape.out_of.items()}
+            last_in = {p: [start + j for j in js] for p, js in shape.into.items()}
             for p, m in enumerate(members):
                 if len(sub) == 0:  # nothing to move: done when its dependencies are
                     node = int(node_of_rank[ranks[p]])
@@ -228,9 +234,9 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
                     info.append(meta_row + (ranks[p], ranks[p]))
                     exits[m] = [f]
                 elif first.coll == "all_to_all" or first.algo == "tree":
-                    exits[m] = last_in[p] + last_out[p]
+                    exits[m] = last_in.get(p, []) + last_out.get(p, [])
                 else:  # a ring: the last step in and out of the rank
-                    exits[m] = last_in[p][-1:] + last_out[p][-1:]
+                    exits[m] = last_in.get(p, [])[-1:] + last_out.get(p, [])[-1:]
     sport = replay_source_ports(block.src, block.dst, connections, np.asarray(durations) >= 0, ports)
     fs = FlowSet.from_columns(block.src, block.dst, block.size, 0, deps=block.deps, duration_ns=durations, sport=sport)
     table = pd.DataFrame(info, columns=["op_id", "unit", "kind", "name", "coll", "iteration", "rank", "dst_rank"])
@@ -238,15 +244,27 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
     return fs, table
 
 
-def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> C.FlowBlock:
+@dataclass
+class _Shape:
+    """A collective over rank positions as arrays: each flow's sender and receiver position and
+    size, and per position the flows out of it and into it, in order."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    size: np.ndarray
+    out_of: dict
+    into: dict
+
+
+def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> tuple[C.FlowBlock, _Shape]:
     """A collective of ``size`` bytes over rank positions 0..n-1, expanded once per shape (a DDP
-    iteration at 128 GPUs repeats a few bucket sizes thousands of times: expanding each anew took a
-    quarter of its replay's wall time); read only."""
+    iteration at 128 GPUs repeats a few bucket sizes thousands of times: expanding each anew, flow
+    by flow, took a quarter of its replay's wall time); read only."""
     key = (coll, algo, n, size)
-    sub = shapes.get(key)
-    if sub is not None:
-        return sub
-    sub = shapes[key] = C.FlowBlock()
+    got = shapes.get(key)
+    if got is not None:
+        return got
+    sub = C.FlowBlock()
     rk = list(range(n))
     if n == 1 or size == 0:
         pass
@@ -260,7 +278,14 @@ def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> C.
         C.reduce_scatter_ring(rk, max(size, n), block=sub)
     else:  # all_gather: bytes is each rank's input, the output is n times that
         C.all_gather_ring(rk, max(size * n, n), block=sub)
-    return sub
+    out_of, into = defaultdict(list), defaultdict(list)
+    for j, (a, b) in enumerate(zip(sub.src, sub.dst)):
+        out_of[a].append(j)
+        into[b].append(j)
+    shape = _Shape(np.asarray(sub.src, dtype=np.int64), np.asarray(sub.dst, dtype=np.int64),
+                   np.asarray(sub.size, dtype=np.float64), dict(out_of), dict(into))
+    shapes[key] = sub, shape
+    return sub, shape
 
 
 def _topological(deps: list[list[int]]) -> list[int]:
