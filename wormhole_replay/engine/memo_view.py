@@ -273,23 +273,26 @@ class EngineView:
         start, _, fin = self.flow_times(flows)
         return bool(((start >= 0) & (start < t1) & ((fin < 0) | (fin > t0))).any())
 
-    def make_timers(self, flows, rx_ns, fct_ns, group: int, simulated: bool = False) -> None:
+    def mark_memo_flows(self, flows, group: int) -> None:
+        """Network ``flows``, none started, are the memo's, learned with the others of ``group`` (not
+        0): not foreign to its timers (``wormhole/timers.py``), whether they become timers or not."""
+        ft = self._e.flows.table
+        at = np.asarray(flows, np.int64)
+        assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all() and group != 0
+        ft[at, L.FT_MEMO_TIMER] = group
+
+    def make_timers(self, flows, rx_ns, fct_ns, group: int) -> None:
         """Network ``flows``, none started, become timers: each, once it starts, is received
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
         (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided.  One
         that is due while a live flow crosses its ports is simulated after all (``wormhole/timers.py``).
         ``group`` (not 0) names what the timers were learned with: timers of one group may share links,
         as their copies did when learned; timers of two groups whose data would share a link are
-        simulated.  ``simulated``: the flows stay packet flows (a spot check), counted as the memo's,
-        not foreign."""
+        simulated (``mark_memo_flows``)."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
-        assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
-        assert group != 0
-        ft[at, L.FT_MEMO_TIMER] = group
-        if simulated:
-            return
+        self.mark_memo_flows(at, group)
         ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload

@@ -177,15 +177,14 @@ class Episodes:
         return np.setdiff1d(self.all_network, self.network[i], assume_unique=True)
 
     def finish(self, engine) -> None:
-        """At the end of the run: count the hits whose flows met another group's network flows in
-        time (which they did not see), and give every hit flow its learned time to its last ACK."""
+        """At the end of the run (before the session settles the timers): count the hits whose flows
+        met another group's network flows in time (which they did not see)."""
         for i in range(len(self.groups)):
             if not self.hit[i]:
                 continue
             start, _, fin = engine.flow_times(self.network[i])
             if (start >= 0).all() and engine.active_between(int(start.min()), int(fin.max()), self._others(i)):
                 self.counters["memo_episode_overlaps"] += 1
-        engine.settle_timers()
 
 
 def agree(a: dict, b: dict) -> bool:

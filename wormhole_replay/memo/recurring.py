@@ -79,8 +79,7 @@ class Recurring:
         self.spot_check = spot_check
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
         self.counters = {"memo_recurring_classes": int((counts > trust).sum()), "memo_recurring_trusted": 0,
-                         "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
-                         "memo_timers_thawed": 0}
+                         "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0}
 
     def start(self, engine, session) -> None:
         """Before the first event: the classes the memo knows are taken from their first copy."""
@@ -103,13 +102,11 @@ class Recurring:
             return
         newly = []
         for f, s, r, e in zip(self.watch[done].tolist(), start[done].tolist(), rx[done].tolist(), fin[done].tolist()):
-            c = int(self.class_of[f])
-            if c in self.trusted:
-                continue
-            got = self.samples.setdefault(c, [])
-            got.append((r - s, e - s))
-            if len(got) == self.trust:
-                newly.append(c)
+            got = self.samples.setdefault(int(self.class_of[f]), [])
+            if len(got) < self.trust:  # the first copies to finish; later ones in this scan are not read
+                got.append((r - s, e - s))
+                if len(got) == self.trust:
+                    newly.append(int(self.class_of[f]))
         self.watch = self.watch[~done]
         for c in newly:
             if agree(self.samples[c]):
@@ -136,7 +133,7 @@ class Recurring:
         if self.spot_check and len(waiting) > 1:  # its first copy simulated, beside the others' first
             if len(self.checking) < self.spot_check:
                 self.checking.append((int(waiting[0]), self.digests[c], int(times[0, 0])))
-            engine.make_timers(waiting[:1], times[:1, 0], times[:1, 1], group=-(c + 1), simulated=True)
+            engine.mark_memo_flows(waiting[:1], group=-(c + 1))
             waiting, times = waiting[1:], times[1:]
         engine.make_timers(waiting, times[:, 0], times[:, 1], group=-(c + 1))  # a class was learned alone
         self.taken.append(waiting)
@@ -146,13 +143,11 @@ class Recurring:
             session.note_whole_hit(digest, int(waiting[0]), int(times[:, 0].sum()), int(self.sizes[waiting].sum()))
 
     def finish(self, engine, session) -> None:
-        """At the end of the run: every timer's last ACK at its start plus its learned duration, and
-        how many copies were simulated after all because a live flow crossed their ports when due."""
+        """At the end of the run: how many copies were simulated after all (a flow they were not
+        learned with crossed their ports), and the spot checks."""
         if self.taken:
             taken = np.concatenate(self.taken)
             self.counters["memo_recurring_met_live"] = int((~engine.timers(taken)).sum())
-        self.counters["memo_timers_thawed"] = engine.timers_thawed
-        engine.settle_timers()
         for f, digest, expected in self.checking:  # spot checks: the copy as simulated against the class's time
             start, rx, _ = engine.flow_times([f])
             actual = int(rx[0] - start[0]) if rx[0] >= 0 else -1

@@ -234,6 +234,9 @@ class MemoSession:
         if self.recurring is not None:
             self.recurring.finish(engine, self)
             self.counters.update(self.recurring.counters)
+        if self.episodes is not None or self.recurring is not None:  # their timers' last ACKs
+            engine.settle_timers()
+            self.counters["memo_timers_thawed"] = engine.timers_thawed
 
     def learn_episode(self, key: dict, digest: str, value: dict) -> bool:
         """Remember a group's course (``memo/episodes.py``); False if an equal key is known."""

@@ -207,7 +207,8 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
             before = [after(m) for m in members]
             start = len(block)
             size = int(first.bytes)
-            sub, shape = _over_positions(str(first.coll), str(first.algo), n, size, shapes)
+            shape = _over_positions(str(first.coll), str(first.algo), n, size, shapes)
+            sub = shape.block
             # NCCL's all-to-all runs over the communicator's point-to-point connections
             algo = "p2p" if first.coll == "all_to_all" else ("tree" if first.algo == "tree" else "ring")
             if len(sub):  # its flows at once (as add_transfer would add them one by one)
@@ -246,9 +247,10 @@ def trace_to_flows(trace: Trace, topo, iterations: int | None = None, ports: str
 
 @dataclass
 class _Shape:
-    """A collective over rank positions as arrays: each flow's sender and receiver position and
-    size, and per position the flows out of it and into it, in order."""
+    """A collective over rank positions: its flows (``block``), each one's sender and receiver
+    position and size as arrays, and per position the flows out of it and into it, in order."""
 
+    block: C.FlowBlock
     src: np.ndarray
     dst: np.ndarray
     size: np.ndarray
@@ -256,7 +258,7 @@ class _Shape:
     into: dict
 
 
-def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> tuple[C.FlowBlock, _Shape]:
+def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> _Shape:
     """A collective of ``size`` bytes over rank positions 0..n-1, expanded once per shape (a DDP
     iteration at 128 GPUs repeats a few bucket sizes thousands of times: expanding each anew, flow
     by flow, took a quarter of its replay's wall time); read only."""
@@ -282,10 +284,9 @@ def _over_positions(coll: str, algo: str, n: int, size: int, shapes: dict) -> tu
     for j, (a, b) in enumerate(zip(sub.src, sub.dst)):
         out_of[a].append(j)
         into[b].append(j)
-    shape = _Shape(np.asarray(sub.src, dtype=np.int64), np.asarray(sub.dst, dtype=np.int64),
-                   np.asarray(sub.size, dtype=np.float64), dict(out_of), dict(into))
-    shapes[key] = sub, shape
-    return sub, shape
+    shape = shapes[key] = _Shape(sub, np.asarray(sub.src, dtype=np.int64), np.asarray(sub.dst, dtype=np.int64),
+                                 np.asarray(sub.size, dtype=np.float64), dict(out_of), dict(into))
+    return shape
 
 
 def _topological(deps: list[list[int]]) -> list[int]:

@@ -149,7 +149,7 @@ def running_beside(net, flows, g):
 
 
 @kernel
-def shares_a_port(net, flows, f, g, data_only):
+def _share_a_port(net, flows, f, g, data_only):
     """Flows f and g cross a common port: their data leaves from one port (``data_only``), or any
     port of their data and ACK paths, either direction."""
     ft, paths, ports = flows.table, flows.paths, net.ports
@@ -166,15 +166,14 @@ def shares_a_port(net, flows, f, g, data_only):
 
 
 @kernel
-def to_packets(net, flows, events, cfg, state, parts, f):
-    """Running timer f becomes a packet flow now, credited the bytes its timer has covered (its
-    size times the share of its time to the last byte received that has passed, in whole packets,
-    at least one packet left); returns its start, which the caller restores once it is started."""
+def _to_packets(net, flows, events, cfg, state, parts, f):
+    """Running timer f becomes a packet flow now, keeping its start, credited the bytes its timer
+    has covered (its size times the share of its time to the last byte received that has passed, in
+    whole packets, at least one packet left), from line rate as a new flow."""
     ft = flows.table
-    now = state[ST_NOW]
     begun = ft[f, FT_START]
     payload = cfg.ints[CI_PAYLOAD]
-    b = np.int64(ft[f, FT_SIZE] * ((now - begun) / max(ft[f, FT_VIRTUAL], 1))) // payload * payload
+    b = np.int64(ft[f, FT_SIZE] * ((state[ST_NOW] - begun) / max(ft[f, FT_VIRTUAL], 1))) // payload * payload
     if b > ft[f, FT_SIZE] - payload:
         b = max(ft[f, FT_SIZE] - payload, 0) // payload * payload
     _stop_running(net, flows, parts, state, f)
@@ -182,17 +181,12 @@ def to_packets(net, flows, events, cfg, state, parts, f):
     _unskip(flows, cfg, state, f, b)
     ft[f, FT_STATE] = 0
     state[ST_WH_TIMERS_THAWED] += 1
-    return begun, b
-
-
-@kernel
-def credit(flows, cfg, f, begun, b):
-    """Timer f, just started as a packet flow, keeps its start and is credited ``b`` bytes."""
-    ft = flows.table
+    flow_started(net, flows, events, cfg, state, parts, f)
+    start_flow(net, flows, cfg, state, f)
     ft[f, FT_START] = begun
     for col in (FT_SND_NXT, FT_SND_UNA, FT_RX_EXPECTED, FT_BYTES_RX, FT_RX_LAST_NACK):
         ft[f, col] += b
-    ft[f, FT_PKTS_SENT] += b // cfg.ints[CI_PAYLOAD]
+    ft[f, FT_PKTS_SENT] += b // payload
 
 
 @kernel
@@ -203,8 +197,5 @@ def thaw_beside(net, flows, events, cfg, state, parts, g):
     data_only = group != 0
     for i in range(state[ST_WH_TIMERS] - 1, -1, -1):  # a timer taken out is replaced by the last one
         f = parts.timers[i]
-        if (not data_only or flows.table[f, FT_MEMO_TIMER] != group) and shares_a_port(net, flows, f, g, data_only):
-            begun, b = to_packets(net, flows, events, cfg, state, parts, f)
-            flow_started(net, flows, events, cfg, state, parts, f)
-            start_flow(net, flows, cfg, state, f)
-            credit(flows, cfg, f, begun, b)
+        if (not data_only or flows.table[f, FT_MEMO_TIMER] != group) and _share_a_port(net, flows, f, g, data_only):
+            _to_packets(net, flows, events, cfg, state, parts, f)
