@@ -8,7 +8,7 @@ against full; per iteration of each wormhole run its wall time and its memo hit 
 transients looked up); and the warm run's largest difference from the cold one.
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
-                               [--shared-prefixes] [--episodes] [--recurring] [--db memo.sqlite]
+                               [--shared-prefixes] [--episodes] [--recurring [SPREAD]] [--db memo.sqlite]
 
 ``--episodes`` lets the memo take whole iterations (``replay --memo-episodes``, README "Episodes");
 ``--recurring`` takes flows from their earlier copies (``replay --memo-recurring``, README "Recurring
@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from wormhole_replay.audit.compare import perturb_ops
+from wormhole_replay.options import fraction
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.trace import Trace, load_trace
 
@@ -54,7 +55,8 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--shared-prefixes", action="store_true", help="memoize prefixes of shared transients too")
     ap.add_argument("--episodes", action="store_true", help="let the memo take whole iterations (--memo-episodes)")
-    ap.add_argument("--recurring", action="store_true", help="take flows from their earlier copies (--memo-recurring)")
+    ap.add_argument("--recurring", nargs="?", type=fraction, const=True, default=False, metavar="SPREAD",
+                    help="take flows from their earlier copies (--memo-recurring [SPREAD])")
     ap.add_argument("--db", help="memo database (default: a new temporary SQLite file)")
     a = ap.parse_args()
     trace = load_trace(a.trace)

@@ -35,6 +35,7 @@ by the share of each flow's bytes fast-forwarded and by start quarter, beside th
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
     python tools/bench_scale.py --only ddp16 [--fluid]         # contention in minutes
     python tools/bench_scale.py --only ddp --topology rail --recurring   # recurring flows (--memo-recurring)
+    python tools/bench_scale.py --only ddp --topology fat-tree --recurring 10%   # ... trusted within 10%
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --mean-jumps --noise-floor 2
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --scale 10 --fluid --where
 """
@@ -54,6 +55,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from wormhole_replay.options import fraction
 
 REPO = Path(__file__).resolve().parents[1]
 AICB = REPO.parent / "shared" / "external-traces" / "aicb" / "G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
@@ -210,10 +213,11 @@ def _print_where(r: dict) -> None:
 
 
 def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
-        mean_jumps: bool = False, show_where: bool = False, recurring: bool = False) -> dict:
+        mean_jumps: bool = False, show_where: bool = False, recurring: bool | float = False) -> dict:
     t = trace(cache, name, scale)
     options = (() if memo or recurring else ("--no-memo",)) + (("--ff-fluid",) if fluid else ()) \
-        + (("--ff-mean-jumps",) if mean_jumps else ()) + (("--memo-recurring",) if recurring else ())
+        + (("--ff-mean-jumps",) if mean_jumps else ()) \
+        + ((("--memo-recurring",) if recurring is True else ("--memo-recurring", str(recurring))) if recurring else ())
     wormhole = replay(cache, t, topo, cc, "wormhole", options)
     out = {"workload": name, "topology": topo, "cc": cc, "wormhole_s": wormhole["wall_s"],
            "wormhole_rss_mb": wormhole["rss_mb"], "wormhole_events": wormhole["events"],
@@ -258,8 +262,8 @@ def main() -> int:
     ap.add_argument("--memo", action="store_true", help="wormhole runs with a fresh memo database (default --no-memo)")
     ap.add_argument("--fluid", action="store_true", help="wormhole runs with fluid flows (--ff-fluid)")
     ap.add_argument("--mean-jumps", action="store_true", help="wormhole runs with mean jumps (--ff-mean-jumps)")
-    ap.add_argument("--recurring", action="store_true",
-                    help="wormhole runs with a fresh memo database and recurring flows (--memo-recurring)")
+    ap.add_argument("--recurring", nargs="?", type=fraction, const=True, default=False, metavar="SPREAD",
+                    help="wormhole runs with a fresh memo database and recurring flows (--memo-recurring [SPREAD])")
     ap.add_argument("--where", action="store_true",
                     help="under each row, the signed FCT error by share of bytes fast-forwarded and by start "
                          "quarter, beside the first noise draw's (the wormhole run's outputs are then kept)")

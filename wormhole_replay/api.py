@@ -37,7 +37,7 @@ class Run:
     memo_shared_prefixes: bool = False  # also memoize transients of flows sharing links up to a change
     memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
     memo_episodes: list | None = None  # groups of flows (a replay's iterations) the memo may take whole (memo/episodes.py)
-    memo_recurring: bool = False  # flows taken from their earlier copies in the run (memo/recurring.py)
+    memo_recurring: float = 0.0  # flows taken from their earlier copies that agree within it (memo/recurring.py; 0: off)
     journal: bool = False  # wormhole without a memo database: still keep the journal of jumps
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
     monitor: MonitorSpec | None = None  # link samples and / or the reference's qlen.txt (engine/monitor.py)

@@ -6,6 +6,7 @@ import them without importing each other."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from .errors import InputError
@@ -48,6 +49,18 @@ def add_wormhole_options(p) -> None:
                         "(faster, less exact: see README)")
 
 
+def fraction(text: str) -> float:
+    """A fraction (``0.01``) or a percentage (``1%``), at least 0 (an ``argparse`` type)."""
+    t = str(text).strip()
+    try:
+        x = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.01 or a percentage like 1%, not {text!r}") from None
+    if not x >= 0:
+        raise argparse.ArgumentTypeError(f"a threshold must be >= 0, not {text!r}")
+    return x
+
+
 def add_episodes_option(p) -> None:
     """``--memo-episodes`` (replay and audit): whole iterations from the memo (``memo/episodes.py``);
     ``--memo-recurring``: flows from their earlier copies (``memo/recurring.py``)."""
@@ -55,10 +68,11 @@ def add_episodes_option(p) -> None:
                    help="take whole iterations from the memo where one with the same flows and DAG ran alone on the "
                         "network before (in this run or an earlier one): much faster, at the full simulation's own "
                         "iteration-to-iteration variation (opt-in: see the README, 'Episodes')")
-    p.add_argument("--memo-recurring", action="store_true",
-                   help="once a flow (same hosts, ports and size) has been simulated 8 times in the run, take its "
-                        "later copies from those copies' times instead of simulating their packets (opt-in: see "
-                        "the README, 'Recurring flows')")
+    p.add_argument("--memo-recurring", nargs="?", type=fraction, const=True, default=False, metavar="SPREAD",
+                   help="once a flow (same hosts, ports and size) has been simulated 8 times in the run and those "
+                        "copies' times agree within SPREAD (default 1%; on a chaotic fabric, up to the per-flow "
+                        "noise floor `audit --noise-floor` measured), take its later copies from those times instead "
+                        "of simulating their packets (opt-in: see the README, 'Recurring flows')")
 
 
 def add_port_option(p) -> None:
@@ -95,8 +109,12 @@ def memo_db_from_args(args, out_dir) -> str | None:
     """The memo database a run uses: ``--memo-db``, else ``memo.sqlite`` beside the outputs."""
     if getattr(args, "memo_episodes", False) and args.no_memo:
         raise InputError("--memo-episodes takes iterations from the memo database: drop --no-memo")
-    if getattr(args, "memo_recurring", False) and args.no_memo:
-        raise InputError("--memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
+    if getattr(args, "memo_recurring", False) is not False:
+        from .memo.recurring import tolerance_of
+
+        tolerance_of(args.memo_recurring)  # a spread out of range: one line, before anything is written
+        if args.no_memo:
+            raise InputError("--memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
     if args.mode == "full" or args.no_memo:
         if args.memo_db and args.no_memo:
             raise InputError("give --memo-db or --no-memo, not both")

@@ -13,6 +13,7 @@ from .api import execute, fast_forward_for, prepare_direct_run
 from .engine.fastforward import FastForward
 from .errors import InputError
 from .files import sha256_file
+from .memo.recurring import tolerance_of
 from .observe.breakdown import add_bandwidths, iteration_breakdown, layer_breakdown
 from .observe.critical import deps_table
 from .observe.pfc import pausable_queues, pfc_intervals
@@ -77,7 +78,7 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
            progress: bool = False, intra_bw_bps: float | None = None, intra_latency_ns: int | None = None,
            mode: str = "wormhole", fast_forward: FastForward | None = None, memo_db=None,
            memo_shared_prefixes: bool = False, memo_spot_check: int = 0, journal: bool = False,
-           memo_episodes: bool = False, memo_recurring: bool = False,
+           memo_episodes: bool = False, memo_recurring: bool | float = False,
            ports: str = "connection", on_slice=None, gpus: int | None = None,
            monitor: int | None = None) -> ReplayResult:
     """Replay ``trace`` (a :class:`Trace`, a native trace file, or a list of jobs replayed together
@@ -90,7 +91,8 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     ``memo_episodes`` lets the memo take whole iterations that ran alone on the network
     (``memo/episodes.py``; opt-in: hits carry the full run's iteration-to-iteration variation);
     ``memo_recurring`` lets it take a flow from its earlier simulated copies in the run (same hosts,
-    ports and size: ``memo/recurring.py``; opt-in);
+    ports and size: ``memo/recurring.py``; opt-in), where they agree within 1% (``True``) or within
+    the spread given (a number, e.g. a chaotic fabric's noise floor);
     ``journal`` keeps the tables of jumps (and memo hits) even without a memo database; ``ports``
     is the source-port model: ``connection`` (a flow keeps its NCCL connection's port, so its ECMP
     path, across collectives) or ``flow`` (a new port per flow, as ns-3 numbers them), see
@@ -104,7 +106,7 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     run.memo_db = None if memo_db is None else str(memo_db)
     run.memo_shared_prefixes = memo_shared_prefixes
     run.memo_spot_check = memo_spot_check
-    run.memo_recurring = bool(memo_recurring and run.memo_db is not None and run.fast_forward is not None)
+    run.memo_recurring = tolerance_of(memo_recurring) if run.memo_db is not None and run.fast_forward is not None else 0.0
     run.journal = journal
     run.monitor_links(monitor)
     if ports not in PORT_MODELS:

@@ -48,24 +48,13 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files import sha256_file
+from ..memo.recurring import tolerance_of
 from ..options import (add_episodes_option, add_job_option, add_port_option, add_wormhole_options,
-                       fast_forward_options, jobs_or_trace)
+                       fast_forward_options, fraction, jobs_or_trace)
 
 BASELINE_SCHEMA = "wormhole-replay-audit-baseline"
 AUDIT_SCHEMA = "wormhole-replay-audit"
 VERSION = 1
-
-
-def _fraction(text: str) -> float:
-    """A threshold: a fraction (``0.01``) or a percentage (``1%``)."""
-    t = str(text).strip()
-    try:
-        x = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction like 0.01 or a percentage like 1%, not {text!r}") from None
-    if not x >= 0:
-        raise argparse.ArgumentTypeError(f"a threshold must be >= 0, not {text!r}")
-    return x
 
 
 def _count(text: str) -> int:
@@ -108,9 +97,9 @@ def add_parser(subparsers, parser_class=None):
     a.add_argument("--worst", type=_count, default=10, metavar="K", help="how many worst flows, collectives and "
                    "memo entries to list (default 10)")
     t = a.add_argument_group("thresholds (exit status 1 when exceeded; X is a fraction, 0.01, or a percentage, 1%%)")
-    t.add_argument("--max-mean-error", type=_fraction, metavar="X", help="mean per-flow FCT error")
-    t.add_argument("--max-p99-error", type=_fraction, metavar="X", help="p99 per-flow FCT error")
-    t.add_argument("--max-iteration-error", type=_fraction, metavar="X", help="largest iteration-time error")
+    t.add_argument("--max-mean-error", type=fraction, metavar="X", help="mean per-flow FCT error")
+    t.add_argument("--max-p99-error", type=fraction, metavar="X", help="p99 per-flow FCT error")
+    t.add_argument("--max-iteration-error", type=fraction, metavar="X", help="largest iteration-time error")
     a.add_argument("--json", action="store_true", help="print audit.json on stdout")
     a.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_port_option(a)
@@ -199,7 +188,9 @@ def _plan(args) -> Plan:
                          f"(one op {delays(len(DRAW_DELAYS_NS))} longer)")
     if args.memo_episodes and memo_db is None:
         raise InputError("audit: --memo-episodes takes iterations from the memo database: drop --no-memo")
-    if args.memo_recurring and memo_db is None:
+    if args.memo_recurring is not False:
+        tolerance_of(args.memo_recurring)
+    if args.memo_recurring is not False and memo_db is None:
         raise InputError("audit: --memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
     if args.spot_check:
         if memo_db is None:

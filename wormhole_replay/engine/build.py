@@ -323,7 +323,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
                        # one instant logs fewer records than this
                        memo_log=np.zeros((3 * F + 2 * K + 16 if wormhole and memo_log else 1, L.ML_LEN), np.int64),
                        watch=np.zeros((F if wormhole and fast_forward.fluid else 1, max_data_path), np.float64),
-                       port_scratch=np.zeros((max(P, 1), 3), np.float64), timers=np.zeros(K, np.int64))
+                       port_scratch=np.zeros((max(P, 1), 3), np.float64), timers=np.zeros((K, L.TM_LEN), np.int64))
     first_start = int(flows.start_ns[order[0]]) if len(order) else 0
     mon = new_monitor(monitor, topo, ports, events, F, K, max_rtt, first_start, _monitored_classes(flows, cfg))
     state = EngineState(net=net, flows=flow_tables, events=events, cfg=Config(ints=ci, floats=cf), state=st, parts=parts,

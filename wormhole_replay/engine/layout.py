@@ -46,7 +46,8 @@ PT_FOREIGN = 30  # wormhole: active flows crossing it (data or ACKs) that the me
 PT_TIMERS = 31  # wormhole: the memo's timers running whose data or ACK path crosses it (wormhole/timers.py)
 PT_TIMERS_DATA = 32  # ... of them whose data path crosses it
 PT_TIMERS_GROUP = 33  # ... their FT_MEMO_TIMER if they all have the same, else 0
-PT_LEN = 34
+PT_LIVE_DATA = 34  # wormhole: active packet flows whose data path crosses it (a paced timer's sharers, with PT_TIMERS_DATA)
+PT_LEN = 35
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -339,6 +340,15 @@ MEMO_SAMPLES = 2
 MEMO_SHORT = 4
 MEMO_EMPTIED = 8
 WH_SEQ_BASE = 1 << 60
+
+# --- the memo's timers running: parts.timers int64[K, TM_LEN], ST_WH_TIMERS rows (wormhole/timers.py)
+TM_FLOW = 0
+TM_ALONE = 1  # its time to its last byte received at its alone pace (a paced timer), else its time (ns)
+TM_DONE = 2  # ... of which it had covered by TM_SINCE (ns at that pace)
+TM_SINCE = 3  # when it started or its share last changed
+TM_SHARERS = 4  # flows' data leaving the busiest port its data leaves (itself included; 1 if unpaced)
+TM_BPS = 5  # the rate it reserves of its links (its share of its tightest link, timers._share_bps; 0 if unpaced)
+TM_LEN = 6
 
 # --- kernel return codes -----------------------------------------------------------------------
 RUN_DONE = 0  # no events left, or the stop time was reached

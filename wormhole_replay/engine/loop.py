@@ -34,8 +34,8 @@ from .kernel import entry, kernel
 from .layout import (CI_STOP, CI_WH, FT_PART, FT_STATE, FT_VIRTUAL, KIND_DATA, KIND_PFC, PK_FLOW, PK_KIND,
                      PT_BUSY_UNTIL, PT_FROZEN, PT_IS_HOST, PT_KICKED, PT_NODE, PT_PEER, PT_QPKTS, PT_TXDONE_SEQ,
                      PTF_ERROR, RUN_BUDGET, RUN_DONE, RUN_GROW, RUN_MEMO, ST_CUR_SEQ, ST_DROPS, ST_EVENTS,
-                     ST_KICK_HEAD, ST_KICK_N, ST_ML_N, ST_NFREE, ST_NOW, ST_NPFC, ST_WH_EVENTS, FLOW_SLOTS, NT_HOST,
-                     HT_PORT, WP_STATE)
+                     ST_KICK_HEAD, ST_KICK_N, ST_ML_N, ST_NFREE, ST_NOW, ST_NPFC, ST_WH_EVENTS, ST_WH_TIMERS, FLOW_SLOTS,
+                     NT_HOST, HT_PORT, WP_STATE)
 from .link import arrive, port_ready
 from .packets import FREE_MARGIN, free
 from .pfc import pfc_received
@@ -101,6 +101,8 @@ def _deliver(net, flows, events, cfg, state, parts, lp):
         transport.receive_ack(net, flows, events, cfg, state, i)
         if cfg.ints[CI_WH] != 0 and flows.table[f, FT_STATE] == dag.FINISHED and flows.table[f, FT_PART] >= 0:
             flow_finished(net, flows, events, cfg, state, parts, f)
+            if state[ST_WH_TIMERS] > 0:  # paced timers where it ran go faster (wormhole/timers)
+                timers.repace_beside(net, flows, events, cfg, state, parts)
 
 
 @kernel(inline="always")
@@ -108,7 +110,7 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
     """One of flow f's slots fired: its start, its retransmission timer, or a CC timer."""
     if timer == T_START:
         if cfg.ints[CI_WH] != 0 and flows.table[f, FT_VIRTUAL] >= 0:  # the memo's timers (wormhole/timers)
-            timers.start(net, flows, cfg, state, parts, f)
+            timers.start(net, flows, events, cfg, state, parts, f)
         if flows.table[f, FT_VIRTUAL] >= 0:
             dag.virtual_flow_event(flows, events, cfg, state, f)
         elif dag.launch_step(flows, events, cfg, state, f):
@@ -117,6 +119,8 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
             nic.start_flow(net, flows, cfg, state, f)
             if cfg.ints[CI_WH] != 0 and timers.running_beside(net, flows, f):
                 timers.thaw_beside(net, flows, events, cfg, state, parts, f)
+            if cfg.ints[CI_WH] != 0 and state[ST_WH_TIMERS] > 0:  # paced timers where it runs go slower
+                timers.repace_beside(net, flows, events, cfg, state, parts)
     elif timer == T_RTO:
         transport.retransmission_timeout(net, flows, events, cfg, state, f)
     elif timer == T_FLUID:  # a fluid group's jump ends as planned (its partition first, if frozen)

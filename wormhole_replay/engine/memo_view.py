@@ -44,7 +44,7 @@ class EngineView:
 
     def __init__(self, engine):
         self._e = engine
-        self._acked_after = []  # (flows, ns from start to last ACK) of flows made timers
+        self._acked_after = []  # (flows, ns from last byte received to last ACK) of flows made timers
 
     # ------------------------------------------------------------------ the log and the clock
     def take_records(self) -> list[tuple[int, int, int, int]]:
@@ -288,7 +288,10 @@ class EngineView:
         that is due while a live flow crosses its ports is simulated after all (``wormhole/timers.py``).
         ``group`` (not 0) names what the timers were learned with: timers of one group may share links,
         as their copies did when learned; timers of two groups whose data would share a link are
-        simulated (``mark_memo_flows``)."""
+        simulated (``mark_memo_flows``).  A negative group's timers are paced (recurring flows):
+        ``rx_ns`` is the time alone, and a timer takes it times how many running timers' data share
+        its busiest port, moment by moment; its last ACK comes ``fct_ns - rx_ns`` after its last byte
+        received (``wormhole/timers.py``)."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
@@ -298,15 +301,16 @@ class EngineView:
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]
         e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * hops).sum())  # as a jump counts them
-        self._acked_after.append((at, np.asarray(fct_ns, np.int64)))
+        self._acked_after.append((at, np.asarray(fct_ns, np.int64) - np.asarray(rx_ns, np.int64)))
 
     def settle_timers(self) -> None:
-        """At the end of the run: each timer flow's last ACK at its start plus its ``fct_ns`` (not
-        for one that met a live flow when it was due, and was simulated: ``wormhole/timers.py``)."""
+        """At the end of the run: each timer flow's last ACK its ACK tail (``fct_ns - rx_ns``) after
+        its last byte received (not for one that met a live flow when it was due, and was simulated:
+        ``wormhole/timers.py``)."""
         ft = self._e.flows.table
-        for at, fct in self._acked_after:
+        for at, tail in self._acked_after:
             done = (ft[at, L.FT_FINISH] >= 0) & (ft[at, L.FT_VIRTUAL] >= 0)
-            ft[at[done], L.FT_FINISH] = ft[at[done], L.FT_START] + fct[done]
+            ft[at[done], L.FT_FINISH] = ft[at[done], L.FT_RX_DONE] + tail[done]
 
     def freeze_at(self, k: int, flows, rates) -> bool:
         """Freeze live partition k now at known steady ``rates`` (in the order of ``flows``);

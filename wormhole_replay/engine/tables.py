@@ -74,7 +74,7 @@ class Partitions(NamedTuple):
     memo_log: np.ndarray  # int64[M, ML_LEN]: records for the memo (handled in Python between kernel calls)
     watch: np.ndarray  # float64[F, W]: a fluid flow's data-path link loads when it became fluid (wormhole/fluid)
     port_scratch: np.ndarray  # float64[P, 3]: per-port load, marks and counts of the fluid pass
-    timers: np.ndarray  # int64[K]: the memo's timers running (wormhole/timers.py), ST_WH_TIMERS of them
+    timers: np.ndarray  # int64[K, TM_LEN]: the memo's timers running (wormhole/timers.py), ST_WH_TIMERS of them
 
 
 class Monitor(NamedTuple):

@@ -29,8 +29,10 @@ fingerprint (``memo/fingerprint.py``):
 * ``recurring``: a flow that recurs in a run (``memo/recurring.py``); ``key`` has one vertex, a
   digest of the flow's class (hosts, ports, priority, size) and of the set of classes its run sends,
   and no edges; ``wl_hash`` is the key's SHA-256; ``value`` is ``{"rx_ns": [int per copy],
-  "fct_ns": [int per copy]}``: the times its simulated copies took from their start to their last
-  byte received and to their last ACK (positive, as many of each).
+  "fct_ns": [int per copy], "alone_rx_ns": [int per copy]}``: the times its simulated copies took
+  from their start to their last byte received and to their last ACK, and the first at the pace
+  each would have had alone (``recurring.Recurring.paced``; positive, as many of each; entries made
+  before 2026-12-03 have no ``alone_rx_ns`` and a key no run makes any more).
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -113,6 +115,9 @@ def validate(d: dict) -> MemoEntry:
                 raise ValueError(f"value.{name} must be a non-empty list of positive integers")
         if len(rx) != len(fct) or n != 1 or e:
             raise ValueError("a recurring flow's key has one vertex and its value as many rx_ns as fct_ns")
+        alone = val.get("alone_rx_ns", rx)
+        if not isinstance(alone, list) or len(alone) != len(rx) or not all(type(y) is int and y > 0 for y in alone):
+            raise ValueError("value.alone_rx_ns must hold one positive integer per copy")
         return _checked(d, val)
     rates = val.get("rates")
     if not isinstance(rates, list) or len(rates) != n or not all(

@@ -20,7 +20,7 @@ The format, version 1: one JSON object (UTF-8) with these fields:
     its flows and their DAG);
   * ``value``: what was learned, ``{"rates": [...]}`` (+ ``"bytes"``, ``"t_conv_ns"`` for a
     transient or a course, + ``"in_flight"`` for a course; an episode's ``{"start_ns": [...],
-    "rx_ns": [...], "fct_ns": [...]}``, a recurring flow's ``{"rx_ns": [...], "fct_ns": [...]}``
+    "rx_ns": [...], "fct_ns": [...]}``, a recurring flow's ``{"rx_ns": [...], "fct_ns": [...], "alone_rx_ns": [...]}``
     per simulated copy); see ``memo/entry.py`` for all five;
   * ``digest``: SHA-256 of the entry's content; checked on import;
   * ``hits``: how often the exporting database used the entry (information only: an imported

@@ -35,11 +35,11 @@ class Memoizer:
         self._flushed = 0
         self._last_flush = time.perf_counter()
 
-    def session_for(self, topo, cfg, flows=None, episodes=None, recurring=False):
+    def session_for(self, topo, cfg, flows=None, episodes=None, recurring: float = 0.0):
         """The engine's ``memo`` argument: makes the run's session once the options are resolved.
         ``episodes``: groups of ``flows`` (a replay's iterations) to take whole from the memo
-        (``memo/episodes.py``); ``recurring``: take flows from their earlier copies in the run
-        (``memo/recurring.py``)."""
+        (``memo/episodes.py``); ``recurring`` (a spread, 0: off): take flows from their earlier copies
+        in the run where those agree within it (``memo/recurring.py``)."""
 
         def make(plan) -> MemoSession:
             ff = plan.fast_forward
@@ -49,7 +49,8 @@ class Memoizer:
             self.session = MemoSession(fp, self.store.entries(fp, fcg.SCHEME), ff.interval_ns, ff.samples,
                                        ff.short_samples, shared_prefixes=self.shared_prefixes,
                                        on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole,
-                                       recurring=(lambda known: Recurring(flows, plan.sport, known, spot_check=self.spot_check))
+                                       recurring=(lambda known: Recurring(flows, plan.sport, known, spot_check=self.spot_check,
+                                                                          tolerance=recurring))
                                        if recurring else None)
             return self.session
 

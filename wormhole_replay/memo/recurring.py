@@ -2,31 +2,41 @@
 
 A training iteration sends the same flow again and again: a ring step of one connection (same
 hosts, same ports, hence the same ECMP path under stable connection ports, same size) recurs for
-every bucket, every layer and every micro-batch, and where rings collide it meets the same
-neighbours on the same links each time.  Such a flow's *class* is (source, destination, ports,
-priority, size).  Once ``TRUST_SAMPLES`` copies of a class have been simulated to their last ACK,
-the class is trusted: every copy not yet started becomes a timer (``EngineView.make_timers``)
-whose durations, to its last byte received (which releases its successors) and to its last ACK,
-are those of the simulated copies, taken in turn (the j-th timer the j-th copy's, modulo how many
-there are).  The DAG still times every op, so the copies start when their ranks reach them; what is
-not simulated is their packets.  Taking the copies' own durations in turn, rather than their mean,
-keeps their spread: a ring's step waits for the slowest of its flows, and a mean would make every
-step as fast as an average flow.
+every bucket, every layer and every micro-batch.  Such a flow's *class* is (source, destination,
+ports, priority, size).  Once ``TRUST_SAMPLES`` copies of a class have been simulated to their last
+ACK, and they agree, the class is trusted: every copy not yet started becomes a timer
+(``EngineView.make_timers``).  The DAG still times every op, so the copies start when their ranks
+reach them; what is not simulated is their packets.
 
-A class is trusted only if its first copies agree (``agree``: each duration within
-``AGREE_TOLERANCE`` of the fastest copy's), so that its later copies are not a draw from a spread
-the DAG would turn into timing errors: where rings collide under ECMP a copy takes one time or about
-twice it depending on whether the other ring's flow is on the shared link at that moment, and the
-class is refuted (simulated for the rest of the run).  A trusted class is stored in the memo (kind
-``recurring``), keyed by its class and by the set of classes its run sends (the workload, up to
-timing), so that a later run of the same workload takes every copy from the first; another workload,
-whose contention may differ, never hits it.
+Where rings collide under ECMP a copy's time depends on whom it meets: about twice its time alone
+beside another ring's flow on a shared link.  So a copy is learned at its *alone pace*
+(``paced``): its time, moment by moment, divided by how many flows' data were leaving the busiest
+port its data crossed; and a timer runs at that pace divided by how many running timers' data
+leave its busiest port, its end moved whenever one starts or ends there (``wormhole/timers.py``).
+That is a flow-level model of the contention between timers, equal shares on the busiest link,
+calibrated per class by its simulated copies; HPCC's own shares are not equal (two flows on a
+link split it 46/54 or so, a split that moves with every 1-ns change of the run), which is what a
+class's paced copies still spread by.  A timer's durations, to its last byte received (which
+releases its successors) and to its last ACK, are its class's paced copies' in turn (the j-th
+timer the j-th copy's, modulo how many there are), not their mean: a ring's step waits for the
+slowest of its flows, and a mean would make every step as fast as an average flow.
 
-What that leaves out, and why it is opt-in (``memo_recurring``): a timer crosses no link, so a flow
-still simulated beside timers meets less contention than it would have (the first copies of a
-class are simulated while the classes around it may already be timers), and a class's later copies
-take what its first copies met, whatever the DAG's timing did to their neighbours since.  The
-figures are in the README ("Recurring flows"), measured against full simulation.
+A class is trusted only if its paced copies agree (``agree``: each duration within the spread
+asked, ``AGREE_TOLERANCE`` by default, of the fastest copy's); the others are refuted (simulated
+for the rest of the run).  1% keeps the timers' error within the absolute bounds, and refutes most
+classes where HPCC's shares wander; on a fabric whose full simulation is chaotic (its per-flow
+noise floor, ``audit --noise-floor``, far above 1%) a user may ask for a spread up to that floor
+(``replay --memo-recurring 0.1``): each timer then errs by about what one copy differs from
+another, which is what one 1-ns change does to the full run.  A trusted class is stored in the
+memo (kind ``recurring``), keyed by its class and by the set of classes its run sends (the
+workload, up to timing), so that a later run of the same workload takes every copy from the first
+(where the entry's copies agree within that run's spread); another workload, whose contention may
+differ, never hits it.
+
+What that leaves out, and why it is opt-in (``memo_recurring``): a timer sends no packets, so a
+packet flow beside timers would meet none of their load; where one is live on a timer's ports the
+timer is simulated (``wormhole/timers.py``).  The figures are in the README ("Recurring flows"),
+measured against full simulation.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import hashlib
 
 import numpy as np
 
+from ..errors import InputError
 from ..workload.flowfile import FlowSet
 from .entry import canonical_json
 
@@ -43,21 +54,23 @@ KIND = "recurring"
 TRUST_SAMPLES = 8  # simulated copies of a class before its later copies become timers
 AGREE_TOLERANCE = 0.01  # ... which must agree: the slowest copy's times within 1% of the fastest's
 SCAN_NS = 50_000  # how often (simulated time) finished copies are read: at most every 50 us
+GROUP = -1  # the timers' group (``FT_MEMO_TIMER``): all recurring classes run beside each other, each at its share
+PACE = "alone-pace"  # in the key: entries whose times are at the alone pace (before 2026-12-03 they were not)
 
 
 class Recurring:
     """The flow classes of one run and what was learned of them; driven by ``MemoSession``."""
 
     def __init__(self, flows: FlowSet, sport: np.ndarray, known: dict, trust: int = TRUST_SAMPLES,
-                 spot_check: int = 0):
+                 spot_check: int = 0, tolerance: float = AGREE_TOLERANCE):
         network = np.flatnonzero(~flows.is_virtual)
         key = np.stack([flows.src[network], flows.dst[network], np.asarray(sport)[network], flows.dport[network],
                         flows.pg[network], flows.size[network]], axis=1).astype(np.int64)
         classes, cls, counts = np.unique(key.reshape(-1, 6), axis=0, return_inverse=True, return_counts=True)
         cls = cls.reshape(-1)
         workload = _workload(flows, classes)
-        self.keys = [{"v": [int.from_bytes(hashlib.sha256(canonical_json([workload, c]).encode()).digest()[:8], "big")
-                            >> 1], "e": []} for c in classes.tolist()]
+        self.keys = [{"v": [int.from_bytes(hashlib.sha256(canonical_json([workload, c, PACE]).encode()).digest()[:8],
+                                           "big") >> 1], "e": []} for c in classes.tolist()]
         self.digests = [hashlib.sha256(canonical_json(k).encode()).hexdigest() for k in self.keys]
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
@@ -69,6 +82,10 @@ class Recurring:
         recurring = counts[cls] > trust  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
+        self.sampled: dict = {}  # class -> those copies' flow ids
+        self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``paced``)
+        self.tolerance = tolerance
+        self._on_port = None  # data port -> the classes whose data leaves it
         self.trusted: set = set()
         self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run
         self.next_scan = 0
@@ -86,8 +103,11 @@ class Recurring:
         for c, digest in enumerate(self.digests):
             e = self.known.get(digest)
             if e is not None and e.key == self.keys[c]:
-                self.samples[c] = list(zip(e.value["rx_ns"], e.value["fct_ns"]))
-                self._take(engine, session, c, e.digest)
+                alone = list(zip(e.value.get("alone_rx_ns", e.value["rx_ns"]),
+                                 np.subtract(e.value["fct_ns"], e.value["rx_ns"]).tolist()))
+                if agree(_spans(alone), self.tolerance):
+                    self.alone[c] = alone
+                    self._take(engine, session, c, e.digest)
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted))]
 
     def step(self, engine, session) -> None:
@@ -105,19 +125,38 @@ class Recurring:
             got = self.samples.setdefault(int(self.class_of[f]), [])
             if len(got) < self.trust:  # the first copies to finish; later ones in this scan are not read
                 got.append((r - s, e - s))
+                self.sampled.setdefault(int(self.class_of[f]), []).append(f)
                 if len(got) == self.trust:
                     newly.append(int(self.class_of[f]))
         self.watch = self.watch[~done]
         for c in newly:
-            if agree(self.samples[c]):
-                rx, fct = (list(x) for x in zip(*self.samples[c]))
-                session.learn_recurring(self.keys[c], self.digests[c], {"rx_ns": rx, "fct_ns": fct})
+            rx, fct = (list(x) for x in zip(*self.samples[c]))
+            alone = self.paced(engine, c)
+            self.alone[c] = [(a, f - r) for a, r, f in zip(alone, rx, fct)]
+            if agree(_spans(self.alone[c]), self.tolerance):
+                session.learn_recurring(self.keys[c], self.digests[c], {"rx_ns": rx, "fct_ns": fct, "alone_rx_ns": alone})
                 self._take(engine, session, c)
             else:
                 self.refuted.add(c)
                 self.counters["memo_recurring_refuted"] += 1
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
+
+    def paced(self, engine, c: int) -> list:
+        """Each sampled copy of class c's time to its last byte received at the pace it would have had
+        alone: its time, moment by moment, divided by how many flows' data (its own included) was
+        leaving the busiest port its data leaves (``_sharers``).  Timers run at that pace times
+        their share (``wormhole/timers.py``), so copies that met other flows and copies that ran alone
+        can be compared, and taken for each other."""
+        if self._on_port is None:
+            self._on_port = {}
+            for k, ports in enumerate(engine.links([int(m[0]) for m in self.members])):
+                for p in ports:
+                    self._on_port.setdefault(p, []).append(k)
+        ports = engine.links([int(self.members[c][0])])[0]
+        on = [np.concatenate([self.members[k] for k in self._on_port[p]]) for p in ports]
+        start, rx, _ = engine.flow_times(self.sampled[c])
+        return [_alone_ns(engine, on, int(s), int(r)) for s, r in zip(start, rx)]
 
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
@@ -128,14 +167,14 @@ class Recurring:
         waiting = members[~engine.started(members)]
         if not len(waiting):
             return
-        times = np.asarray(self.samples[c], dtype=np.int64)
-        times = times[np.arange(len(waiting)) % len(times)]
+        alone = np.asarray(self.alone[c], dtype=np.int64)  # (alone pace to the last byte received, then its last ACK)
+        times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)[np.arange(len(waiting)) % len(alone)]
         if self.spot_check and len(waiting) > 1:  # its first copy simulated, beside the others' first
             if len(self.checking) < self.spot_check:
                 self.checking.append((int(waiting[0]), self.digests[c], int(times[0, 0])))
-            engine.mark_memo_flows(waiting[:1], group=-(c + 1))
+            engine.mark_memo_flows(waiting[:1], group=GROUP)
             waiting, times = waiting[1:], times[1:]
-        engine.make_timers(waiting, times[:, 0], times[:, 1], group=-(c + 1))  # a class was learned alone
+        engine.make_timers(waiting, times[:, 0], times[:, 1], group=GROUP)  # paced: a recurring group
         self.taken.append(waiting)
         self.counters["memo_recurring_taken"] += len(waiting)
         if digest is not None:  # a lookup that hit, for the per-iteration counts
@@ -167,8 +206,45 @@ def _workload(flows: FlowSet, classes: np.ndarray) -> str:
     return hashlib.sha256(canonical_json(what).encode()).hexdigest()
 
 
-def agree(samples) -> bool:
-    """A class's simulated copies agree: each of their two durations (to the last byte received and
-    to the last ACK) spread by at most ``AGREE_TOLERANCE`` of its shortest."""
+def _alone_ns(engine, on_ports, start: int, rx: int) -> int:
+    """``integral dt / sharers(t)`` over ``[start, rx)``: ``sharers(t)`` the most flows live at t (from
+    their start to their last byte received, or on) among those of each list of ``on_ports``."""
+    cuts, counts = [np.array([start, rx], np.int64)], []
+    lives = []
+    for flows in on_ports:
+        s, r, _ = engine.flow_times(flows)
+        live = (s >= 0) & (s < rx) & ((r < 0) | (r > start))
+        s, r = s[live], np.where(r[live] < 0, rx, r[live])
+        lives.append((np.sort(s), np.sort(r)))
+        cuts += [s, r]
+    t = np.unique(np.clip(np.concatenate(cuts), start, rx))
+    mid = (t[:-1] + t[1:]) / 2
+    for s, r in lives:  # live at mid: started before it, not received by it
+        counts.append(np.searchsorted(s, mid, side="right") - np.searchsorted(r, mid, side="right"))
+    sharers = np.maximum(np.max(counts, axis=0), 1) if counts else np.ones(len(mid))
+    return round(float((np.diff(t) / sharers).sum()))
+
+
+def _spans(alone) -> list:
+    """(time to the last byte received, to the last ACK) of copies given as (alone pace, ACK tail)."""
+    return [(a, a + tail) for a, tail in alone]
+
+
+def tolerance_of(option) -> float:
+    """The agreement tolerance a ``memo_recurring`` option asks for: ``True`` the default
+    (``AGREE_TOLERANCE``), ``False`` / ``None`` none (off), a number that spread (0 < x <= 1)."""
+    if option is None or option is False:
+        return 0.0
+    if option is True:
+        return AGREE_TOLERANCE
+    x = float(option)
+    if not 0 < x <= 1:
+        raise InputError(f"--memo-recurring: the copies' agreement spread must be above 0 and at most 1 (100%), not {option}")
+    return x
+
+
+def agree(samples, tolerance: float = AGREE_TOLERANCE) -> bool:
+    """A class's copies agree: each of their two durations (to the last byte received and to the
+    last ACK) spread by at most ``tolerance`` of its shortest."""
     times = np.asarray(samples, dtype=np.float64)
-    return bool((times.max(axis=0) <= times.min(axis=0) * (1 + AGREE_TOLERANCE)).all())
+    return bool((times.max(axis=0) <= times.min(axis=0) * (1 + tolerance)).all())

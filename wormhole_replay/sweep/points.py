@@ -191,8 +191,8 @@ def _replay_workload(spec: Spec, over: dict, run: dict, text: str, shared: _Shar
     if run["mode"] == "wormhole":
         inputs["memo_shared_prefixes"] = run["memo_shared_prefixes"]
         for flag in ("memo_episodes", "memo_recurring"):  # only when set: points named before keep their ids
-            if run[flag]:
-                inputs[flag] = True
+            if run[flag] is not False:
+                inputs[flag] = run[flag]  # True, or memo_recurring's spread
     task.update(ports=run["ports"], intra_bw_bps=bw, intra_latency_ns=lat, memo_shared_prefixes=run["memo_shared_prefixes"],
                 memo_episodes=run["memo_episodes"], memo_recurring=run["memo_recurring"])
     return prepared

@@ -78,7 +78,8 @@ RUN_FIELDS = {
     "ff_mean_jumps": Field("bool", "jump contended partitions at their flows' mean shares (--ff-mean-jumps)"),
     "memo_shared_prefixes": Field("bool", "--memo-shared-prefixes", REPLAY),
     "memo_episodes": Field("bool", "--memo-episodes: whole iterations from the memo", REPLAY),
-    "memo_recurring": Field("bool", "--memo-recurring: flows from their earlier copies", REPLAY),
+    "memo_recurring": Field("spread", "--memo-recurring [SPREAD]: flows from their earlier copies (true: within 1%)",
+                            REPLAY),
 }
 GEN_FIELDS = {
     "kind": Field("str", "gpt or moe", choices=("gpt", "moe")),
@@ -144,9 +145,11 @@ def check_value(where: str, name: str, f: Field, value, base_dir: Path):
           "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
           "str": lambda v: isinstance(v, str),
           "bool": lambda v: isinstance(v, bool),
+          "spread": lambda v: isinstance(v, bool) or (isinstance(v, (int, float)) and 0 < v <= 1),
           "config": _config_value_ok}[f.kind]
     if not ok(value):
         want = {"int": "a whole number", "float": "a number", "str": "a string", "bool": "true or false",
+                "spread": "true, false or a spread above 0 and at most 1",
                 "config": "a number, a string or a list of them"}[f.kind]
         raise InputError(f"{where}: {name} = {value!r}: expected {want}")
     if f.choices and value not in f.choices:

@@ -12,8 +12,8 @@ thaw (``fluid.neighbourhood_changed``).
 """
 
 from ..kernel import kernel
-from ..layout import (CI_MEMO, CI_WH_FLUID, FT_DPATH, FT_MEMO_TIMER, FT_PART, FT_PNEXT, MEMO_EMPTIED, ML_EMPTIED,
-                      PT_FOREIGN, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS, WP_GEN, WP_NFLOWS,
+from ..layout import (CI_MEMO, CI_WH_FLUID, FT_APATH, FT_DPATH, FT_MEMO_TIMER, FT_PART, FT_PNEXT, MEMO_EMPTIED,
+                      ML_EMPTIED, PT_FOREIGN, PT_LIVE_DATA, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS, WP_GEN, WP_NFLOWS,
                       WP_PORTS, WP_STATE)
 from .fluid import release_all
 from .fluid_groups import neighbourhood_changed
@@ -47,6 +47,8 @@ def flow_started(net, flows, events, cfg, state, parts, f):
                 merge(parts, net, flows, state, into, k)
     flow_link(parts, flows, into, f)
     foreign = 1 if flows.table[f, FT_MEMO_TIMER] == 0 else 0  # not one of the memo's timers (wormhole/timers.py)
+    for j in range(flows.table[f, FT_DPATH], flows.table[f, FT_APATH]):
+        ports[paths[j], PT_LIVE_DATA] += 1
     for j in range(flows.table[f, FT_DPATH], end):
         for p in (paths[j], ports[paths[j], PT_PEER]):
             if ports[p, PT_PART] < 0:
@@ -78,6 +80,8 @@ def flow_finished(net, flows, events, cfg, state, parts, f):
     flow_unlink(parts, flows, f)
     end = ports_end(flows, f)
     foreign = 1 if ft[f, FT_MEMO_TIMER] == 0 else 0
+    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
+        ports[paths[j], PT_LIVE_DATA] -= 1
     for j in range(ft[f, FT_DPATH], end):
         for p in (paths[j], ports[paths[j], PT_PEER]):
             ports[p, PT_NUSE] -= 1
