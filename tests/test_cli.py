@@ -112,3 +112,28 @@ def test_error_names_file_and_line(tmp_path):
     p = cli("simulate", "--topology", "fat-tree:k=4", "--flows", f, "--cc", "dcqcn")
     assert p.returncode == 2
     assert f"{f}:3:" in p.stderr
+
+
+def test_every_command_prints_its_help():
+    """``--help`` formats every option's help (a bare ``%`` in one, as in "1%", crashed ``replay
+    --help`` with a traceback)."""
+    import argparse
+
+    from wormhole_replay.cli import build_parser
+
+    parser = build_parser()
+    commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0]
+    seen = set()
+
+    def walk(p):
+        if id(p) in seen:
+            return
+        seen.add(id(p))
+        assert p.format_help()
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub in a.choices.values():
+                    walk(sub)
+
+    walk(parser)
+    assert {"replay", "audit"} <= set(commands.choices)

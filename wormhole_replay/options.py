@@ -70,7 +70,7 @@ def add_episodes_option(p) -> None:
                         "iteration-to-iteration variation (opt-in: see the README, 'Episodes')")
     p.add_argument("--memo-recurring", nargs="?", type=fraction, const=True, default=False, metavar="SPREAD",
                    help="once a flow (same hosts, ports and size) has been simulated 8 times in the run and those "
-                        "copies' times agree within SPREAD (default 1%; on a chaotic fabric, up to the per-flow "
+                        "copies' times agree within SPREAD (default 1%%; on a chaotic fabric, up to the per-flow "
                         "noise floor `audit --noise-floor` measured), take its later copies from those times instead "
                         "of simulating their packets (opt-in: see the README, 'Recurring flows')")
 

@@ -189,9 +189,9 @@ def _plan(args) -> Plan:
     if args.memo_episodes and memo_db is None:
         raise InputError("audit: --memo-episodes takes iterations from the memo database: drop --no-memo")
     if args.memo_recurring is not False:
-        tolerance_of(args.memo_recurring)
-    if args.memo_recurring is not False and memo_db is None:
-        raise InputError("audit: --memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
+        tolerance_of(args.memo_recurring)  # a spread out of range: one line
+        if memo_db is None:
+            raise InputError("audit: --memo-recurring is the memo's (its session reads the finished copies): drop --no-memo")
     if args.spot_check:
         if memo_db is None:
             raise InputError("audit: --spot-check checks memo hits; it needs a memo database (drop --no-memo)")

@@ -289,8 +289,8 @@ class EngineView:
         ``group`` (not 0) names what the timers were learned with: timers of one group may share links,
         as their copies did when learned; timers of two groups whose data would share a link are
         simulated (``mark_memo_flows``).  A negative group's timers are paced (recurring flows):
-        ``rx_ns`` is the time alone, and a timer takes it times how many running timers' data share
-        its busiest port, moment by moment; its last ACK comes ``fct_ns - rx_ns`` after its last byte
+        ``rx_ns`` is the time alone, and a timer takes it times how many flows' data share its
+        busiest port, moment by moment, reserving its share of its links; its last ACK comes ``fct_ns - rx_ns`` after its last byte
         received (``wormhole/timers.py``)."""
         e = self._e
         ft = e.flows.table

@@ -11,8 +11,9 @@ reach them; what is not simulated is their packets.
 Where rings collide under ECMP a copy's time depends on whom it meets: about twice its time alone
 beside another ring's flow on a shared link.  So a copy is learned at its *alone pace*
 (``paced``): its time, moment by moment, divided by how many flows' data were leaving the busiest
-port its data crossed; and a timer runs at that pace divided by how many running timers' data
-leave its busiest port, its end moved whenever one starts or ends there (``wormhole/timers.py``).
+port its data crossed; and a timer runs at that pace divided by how many flows' data (running
+timers and packet flows) leave its busiest port, its end moved whenever one starts or ends there,
+and reserves its share of its links as a fluid flow does (``wormhole/timers.py``).
 That is a flow-level model of the contention between timers, equal shares on the busiest link,
 calibrated per class by its simulated copies; HPCC's own shares are not equal (two flows on a
 link split it 46/54 or so, a split that moves with every 1-ns change of the run), which is what a
@@ -33,10 +34,10 @@ workload, up to timing), so that a later run of the same workload takes every co
 (where the entry's copies agree within that run's spread); another workload, whose contention may
 differ, never hits it.
 
-What that leaves out, and why it is opt-in (``memo_recurring``): a timer sends no packets, so a
-packet flow beside timers would meet none of their load; where one is live on a timer's ports the
-timer is simulated (``wormhole/timers.py``).  The figures are in the README ("Recurring flows"),
-measured against full simulation.
+What that leaves out, and why it is opt-in (``memo_recurring``): equal shares are a flow-level
+model, and where a foreign flow (not the memo's) is live on a timer's ports the timer is simulated
+(``wormhole/timers.py``).  The figures are in the README ("Recurring flows"), measured against full
+simulation.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class Recurring:
         self.sampled: dict = {}  # class -> those copies' flow ids
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``paced``)
         self.tolerance = tolerance
-        self._on_port = None  # data port -> the classes whose data leaves it
+        self._on_port = None  # data port -> the network flows whose data leaves it (``paced``)
         self.trusted: set = set()
         self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run
         self.next_scan = 0
@@ -145,16 +146,16 @@ class Recurring:
     def paced(self, engine, c: int) -> list:
         """Each sampled copy of class c's time to its last byte received at the pace it would have had
         alone: its time, moment by moment, divided by how many flows' data (its own included) was
-        leaving the busiest port its data leaves (``_sharers``).  Timers run at that pace times
-        their share (``wormhole/timers.py``), so copies that met other flows and copies that ran alone
-        can be compared, and taken for each other."""
-        if self._on_port is None:
-            self._on_port = {}
+        leaving the busiest port its data leaves.  Timers run at that pace times their share
+        (``wormhole/timers.py``), so copies that met other flows and copies that ran alone can be
+        compared, and taken for each other."""
+        if self._on_port is None:  # a class's copies share its 4-tuple's path: one look per class
+            classes: dict = {}
             for k, ports in enumerate(engine.links([int(m[0]) for m in self.members])):
                 for p in ports:
-                    self._on_port.setdefault(p, []).append(k)
-        ports = engine.links([int(self.members[c][0])])[0]
-        on = [np.concatenate([self.members[k] for k in self._on_port[p]]) for p in ports]
+                    classes.setdefault(p, []).append(self.members[k])
+            self._on_port = {p: np.concatenate(m) for p, m in classes.items()}
+        on = [self._on_port[p] for p in engine.links([int(self.members[c][0])])[0]]
         start, rx, _ = engine.flow_times(self.sampled[c])
         return [_alone_ns(engine, on, int(s), int(r)) for s, r in zip(start, rx)]
 

@@ -13,8 +13,8 @@ thaw (``fluid.neighbourhood_changed``).
 
 from ..kernel import kernel
 from ..layout import (CI_MEMO, CI_WH_FLUID, FT_APATH, FT_DPATH, FT_MEMO_TIMER, FT_PART, FT_PNEXT, MEMO_EMPTIED,
-                      ML_EMPTIED, PT_FOREIGN, PT_LIVE_DATA, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS, WP_FLOWS, WP_GEN, WP_NFLOWS,
-                      WP_PORTS, WP_STATE)
+                      ML_EMPTIED, PT_FOREIGN, PT_LIVE_DATA, PT_NUSE, PT_PART, PT_PEER, PT_PNEXT, ST_WH_SPLITS,
+                      WP_FLOWS, WP_GEN, WP_NFLOWS, WP_PORTS, WP_STATE)
 from .fluid import release_all
 from .fluid_groups import neighbourhood_changed
 from .jump import thaw

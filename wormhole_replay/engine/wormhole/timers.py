@@ -26,13 +26,16 @@ busiest port its own data leaves (``TM_SHARERS``: running timers, ``PT_TIMERS_DA
 flows, ``PT_LIVE_DATA``), its end moved whenever one starts or ends there (``repace_beside``):
 equal shares of the busiest link, as a flow-level model would.  And it takes that share of its
 links as a fluid flow does (``_reserve``, ``share``): the packet flows beside it get the rest, and
-HPCC's INT counts its bytes, so that they feel it as it feels them, and foreign flows beside it
-neither start it as a packet flow nor thaw it.  Two 10 MB flows into one host, one a paced timer and
-one packets, end within 1.4% of full simulation either way round (``tests/test_recurring.py``).
+HPCC's INT counts its bytes, so that the memo's packet flows beside it (a class's first copies, a
+timer simulated after all) feel it as it feels them; a foreign flow still makes it a packet flow, as
+above (without that rule the 128-GPU DDP fat-tree ran 12-13x faster than full, but the colliding
+rings of ``tests/test_recurring.py`` went beyond their noise floor).  Two 10 MB flows into one host,
+one a paced timer and one of the memo's packet flows, end within 1.5% of full simulation either way
+round (``tests/test_recurring.py``).
 Reserving the mean rate of its alone pace (75 Gb/s for a 3.3 MB copy, whose start and end are
 slower) made the packet flow beside it 4-8% slow; a share in payload rather than wire bytes, 9%.
-Without any reservation, on the 128-GPU
-DDP fat-tree iteration (2026-12-03), copies simulated beside timers (the memo's own, which are not
+Without any reservation, on the 128-GPU DDP
+fat-tree iteration (2026-12-03), copies simulated beside timers (the memo's own, which are not
 foreign) and the timers beside them each ran as if the other were not there: mean FCT -6.7%.
 (Before pacing, each class was a group of its own with its copies' raw times, and two classes'
 timers on one link were simulated: on a fat-tree, every colliding copy.)  An episode's timers keep
