@@ -12,7 +12,7 @@ from wormhole_replay.engine.simulate import simulate as simulate_engine
 from wormhole_replay.errors import InputError
 from wormhole_replay.memo import exchange
 from wormhole_replay.memo.entry import MemoEntry, validate
-from wormhole_replay.memo.recurring import _alone_ns, agree, tolerance_of
+from wormhole_replay.memo.recurring import MOST_SHARERS, _alone_ns, _samples, agree, fit_gain, tolerance_of
 from wormhole_replay.memo.store import MemoStore
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.generators import GptShape, gpt_trace
@@ -128,6 +128,15 @@ def test_copies_agree_within_one_percent_of_the_fastest():
             tolerance_of(bad)
 
 
+def test_a_class_trusted_at_a_wide_spread_is_learned_from_more_of_its_copies():
+    """Copies that must agree within 1% are learned from their first 8; at a wider spread a class is
+    learned from a quarter of its copies (8 to 32), whose mean its timers carry: a class's first copies
+    are one bucket's ring steps, faster than its later ones."""
+    counts = np.array([4, 14, 28, 100, 840])
+    assert _samples(counts, 0.01).tolist() == [8] * 5
+    assert _samples(counts, 0.3).tolist() == [8, 8, 8, 25, 32]
+
+
 def test_a_copy_is_paced_by_the_flows_on_its_busiest_port():
     """``_alone_ns``: a copy's time divided, moment by moment, by the most flows live on one of its
     ports (itself included): alone for 100 ns, beside one flow for 200 ns, then beside two on the
@@ -143,6 +152,25 @@ def test_a_copy_is_paced_by_the_flows_on_its_busiest_port():
 
     engine = _Times({0: (0, 600), 1: (100, 300), 2: (300, 900), 3: (250, 1000), 4: (-1, -1)})
     assert _alone_ns(engine, [np.array([0, 1, 4]), np.array([0, 2, 3])], 0, 600) == 300
+    # where n flows on a link get together 1.12 times what one gets alone: 100 + (200 / 2 + 300 / 3) * 1.12
+    assert _alone_ns(engine, [np.array([0, 1, 4]), np.array([0, 2, 3])], 0, 600, gain=1.12) == 324
+
+
+def test_the_pace_gain_is_the_one_a_runs_copies_agree_under():
+    """``fit_gain``: copies of one class, 100 ns alone, that ran alone, beside one flow or beside two
+    for their whole life, where n flows on a link together get 1.12 times what one gets alone (so
+    they took 100 / (1.12 / n) ns), agree best at 1.12; copies that all met the same flows say
+    nothing, and the gain stays 1 (equal shares)."""
+
+    def spent(n, ns):
+        row = np.zeros(MOST_SHARERS)
+        row[n - 1] = ns
+        return row
+
+    mixed = np.array([spent(1, 100), spent(2, 100 * 2 / 1.12), spent(3, 100 * 3 / 1.12)])
+    same = np.array([spent(2, 180), spent(2, 190)])
+    assert fit_gain([mixed, same]) == 1.12
+    assert fit_gain([same]) == fit_gain([]) == 1.0
 
 
 def test_a_recurring_entry_is_validated():
@@ -150,8 +178,10 @@ def test_a_recurring_entry_is_validated():
     ok = MemoEntry("recurring", "fp", "s", "h", key, {"rx_ns": [10, 11], "fct_ns": [12, 13]}).as_dict()
     assert validate(ok).kind == "recurring"
     assert validate({**ok, "value": {**ok["value"], "alone_rx_ns": [5, 11]}}).value["alone_rx_ns"] == [5, 11]
+    assert validate({**ok, "value": {**ok["value"], "gain": 1.12}}).value["gain"] == 1.12
     for value in ({"rx_ns": [10], "fct_ns": [12, 13]}, {"rx_ns": [0], "fct_ns": [1]}, {"rx_ns": [], "fct_ns": []},
-                  {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [0]}, {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [5, 6]}):
+                  {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [0]}, {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [5, 6]},
+                  {"rx_ns": [10], "fct_ns": [12], "gain": 0}, {"rx_ns": [10], "fct_ns": [12], "gain": "1.1"}):
         with pytest.raises(ValueError):
             validate({**ok, "value": value, "digest": MemoEntry("recurring", "fp", "s", "h", key, value).digest})
     two = {"v": [1, 2], "e": []}

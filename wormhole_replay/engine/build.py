@@ -209,6 +209,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
         ff[:, col] = line
     ff[:, L.FF_ALPHA] = 1.0
     ff[:, L.FF_U] = 1.0
+    ff[:, L.FF_PACE_GAIN] = 1.0
     rows = F if cfg.cc_mode == 3 else 1
     fh = np.zeros((rows, L.FH_LEN), np.int64)
     fhf = np.zeros((rows, L.FHF_LEN), np.float64)

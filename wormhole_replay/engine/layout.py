@@ -151,7 +151,8 @@ FF_U = 5
 FF_STEADY = 6  # wormhole: the steady rate (payload bps) a fast-forward credits
 FF_MEMO = 7  # memo: bytes a memoized transient credits over WP_TCONV
 FF_FLUID = 8  # wormhole: the payload rate a fluid flow was credited and reserved at
-FF_LEN = 9
+FF_PACE_GAIN = 9  # wormhole: a paced timer's n flows on a link get this times one alone there (timers.pace)
+FF_LEN = 10
 
 # --- HPCC per-hop state: flows.hops int64[F or 1, FH_LEN], flows.hop_rates float64[.., FHF_LEN] ----
 # An INT hop is one int64 packed like the reference's 64-bit IntHop: time (24 bits, ns),

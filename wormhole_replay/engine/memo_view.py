@@ -281,7 +281,7 @@ class EngineView:
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all() and group != 0
         ft[at, L.FT_MEMO_TIMER] = group
 
-    def make_timers(self, flows, rx_ns, fct_ns, group: int) -> None:
+    def make_timers(self, flows, rx_ns, fct_ns, group: int, gain: float = 1.0) -> None:
         """Network ``flows``, none started, become timers: each, once it starts, is received
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
         (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided.  One
@@ -289,14 +289,15 @@ class EngineView:
         ``group`` (not 0) names what the timers were learned with: timers of one group may share links,
         as their copies did when learned; timers of two groups whose data would share a link are
         simulated (``mark_memo_flows``).  A negative group's timers are paced (recurring flows):
-        ``rx_ns`` is the time alone, and a timer takes it times how many flows' data share its
-        busiest port, moment by moment, reserving its share of its links; its last ACK comes ``fct_ns - rx_ns`` after its last byte
-        received (``wormhole/timers.py``)."""
+        ``rx_ns`` is the time alone, which a timer covers, moment by moment, at ``min(1, gain / n)``
+        (1 alone), n the flows whose data leave its busiest port, reserving its share of its links; its last
+        ACK comes ``fct_ns - rx_ns`` after its last byte received (``wormhole/timers.py``)."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
         self.mark_memo_flows(at, group)
         ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
+        e.flows.rates[at, L.FF_PACE_GAIN] = gain
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]

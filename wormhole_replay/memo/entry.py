@@ -32,7 +32,9 @@ fingerprint (``memo/fingerprint.py``):
   "fct_ns": [int per copy], "alone_rx_ns": [int per copy]}``: the times its simulated copies took
   from their start to their last byte received and to their last ACK, and the first at the pace
   each would have had alone (``recurring.Recurring.paced``; positive, as many of each; entries made
-  before 2026-12-03 have no ``alone_rx_ns`` and a key no run makes any more).
+  before 2026-12-03 have no ``alone_rx_ns`` and a key no run makes any more), and ``"gain"``, the
+  pace gain those alone times are at (``recurring.fit_gain``, above 0 and at most 2; 1 where absent,
+  as in entries made before 2026-12-04).
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -118,6 +120,9 @@ def validate(d: dict) -> MemoEntry:
         alone = val.get("alone_rx_ns", rx)
         if not isinstance(alone, list) or len(alone) != len(rx) or not all(type(y) is int and y > 0 for y in alone):
             raise ValueError("value.alone_rx_ns must hold one positive integer per copy")
+        gain = val.get("gain", 1.0)
+        if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 < gain <= 2:
+            raise ValueError("value.gain must be a number above 0 and at most 2")
         return _checked(d, val)
     rates = val.get("rates")
     if not isinstance(rates, list) or len(rates) != n or not all(

@@ -10,11 +10,16 @@ reach them; what is not simulated is their packets.
 
 Where rings collide under ECMP a copy's time depends on whom it meets: about twice its time alone
 beside another ring's flow on a shared link.  So a copy is learned at its *alone pace*
-(``paced``): its time, moment by moment, divided by how many flows' data were leaving the busiest
-port its data crossed; and a timer runs at that pace divided by how many flows' data (running
-timers and packet flows) leave its busiest port, its end moved whenever one starts or ends there,
-and reserves its share of its links as a fluid flow does (``wormhole/timers.py``).
-That is a flow-level model of the contention between timers, equal shares on the busiest link,
+(``paced``): its time, moment by moment, at its pace beside the n flows' data that were leaving the
+busiest port its data crossed, ``min(1, gain / n)`` (1 alone); and a timer covers that time at its pace
+beside the flows' data (running timers and packet flows) leaving its busiest port, its end moved
+whenever one starts or ends there, and reserves its share of its links as a fluid flow does
+(``wormhole/timers.py``).  ``gain``, what n flows on a link get together against one alone there,
+is fitted on the run's own sampled copies (``fit_gain``: 1.12 on the 128-GPU DDP fat-tree under
+HPCC, where a ring's flow alone does not fill its link; 1 where nothing shows it).  A class
+trusted at a spread wider than the default is learned from a quarter of its copies (8 to 32,
+``_samples``) rather than its first 8, which are one bucket's ring steps and faster than the rest.
+That is a flow-level model of the contention between timers, shares of the busiest link,
 calibrated per class by its simulated copies; HPCC's own shares are not equal (two flows on a
 link split it 46/54 or so, a split that moves with every 1-ns change of the run), which is what a
 class's paced copies still spread by.  A timer's durations, to its last byte received (which
@@ -34,7 +39,7 @@ workload, up to timing), so that a later run of the same workload takes every co
 (where the entry's copies agree within that run's spread); another workload, whose contention may
 differ, never hits it.
 
-What that leaves out, and why it is opt-in (``memo_recurring``): equal shares are a flow-level
+What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gain are a flow-level
 model, and where a foreign flow (not the memo's) is live on a timer's ports the timer is simulated
 (``wormhole/timers.py``).  The figures are in the README ("Recurring flows"), measured against full
 simulation.
@@ -53,16 +58,22 @@ from .entry import canonical_json
 KIND = "recurring"
 
 TRUST_SAMPLES = 8  # simulated copies of a class before its later copies become timers
+WIDE_SHARE = 4  # where they may spread wider than AGREE_TOLERANCE: a quarter of the class's copies, ...
+TRUST_SAMPLES_WIDE = 32  # ... at most 32 (and at least TRUST_SAMPLES)
 AGREE_TOLERANCE = 0.01  # ... which must agree: the slowest copy's times within 1% of the fastest's
 SCAN_NS = 50_000  # how often (simulated time) finished copies are read: at most every 50 us
 GROUP = -1  # the timers' group (``FT_MEMO_TIMER``): all recurring classes run beside each other, each at its share
 PACE = "alone-pace"  # in the key: entries whose times are at the alone pace (before 2026-12-03 they were not)
+GAINS = np.round(np.arange(0.7, 1.3001, 0.01), 2)  # the pace gains tried (``fit_gain``, ``timers.pace``)
+GAIN_CLASSES = 16  # classes sampled before the gain is fitted and any class is taken (fit_gain)
+GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain)
+MOST_SHARERS = 16  # a copy's time is counted by how many flows shared its busiest port, 16 or more as 16
 
 
 class Recurring:
     """The flow classes of one run and what was learned of them; driven by ``MemoSession``."""
 
-    def __init__(self, flows: FlowSet, sport: np.ndarray, known: dict, trust: int = TRUST_SAMPLES,
+    def __init__(self, flows: FlowSet, sport: np.ndarray, known: dict, trust: int | None = None,
                  spot_check: int = 0, tolerance: float = AGREE_TOLERANCE):
         network = np.flatnonzero(~flows.is_virtual)
         key = np.stack([flows.src[network], flows.dst[network], np.asarray(sport)[network], flows.dport[network],
@@ -76,15 +87,21 @@ class Recurring:
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
-        self.trust = trust
+        self.trust = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)  # per class
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
         self.class_of = np.full(len(flows), -1, dtype=np.int64)
         self.class_of[network] = cls
-        recurring = counts[cls] > trust  # a class with copies left to take once it is trusted
+        recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``paced``)
+        self.spent: dict = {}  # class -> [copy, n - 1]: ns each sampled copy spent beside n flows (``_spent``)
+        self.gain = 1.0  # the pace gain the run's sampled copies agree best under (``fit_gain``), ...
+        self.gain_fitted = False  # ... fitted once, when GAIN_CLASSES classes (or all there are) are sampled
+        self.gain_classes = 0
+        self.waiting: list = []  # classes sampled, waiting for the gain before their copies are judged
+        self.gains: dict = {}  # class -> the gain its alone times are at (its entry's, or self.gain when learned)
         self.tolerance = tolerance
         self._on_port = None  # data port -> the network flows whose data leaves it (``paced``)
         self.trusted: set = set()
@@ -96,7 +113,7 @@ class Recurring:
         # that, not the entry), and the first ``spot_check`` of them are compared with the entry
         self.spot_check = spot_check
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
-        self.counters = {"memo_recurring_classes": int((counts > trust).sum()), "memo_recurring_trusted": 0,
+        self.counters = {"memo_recurring_classes": int((counts > self.trust).sum()), "memo_recurring_trusted": 0,
                          "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0}
 
     def start(self, engine, session) -> None:
@@ -108,8 +125,10 @@ class Recurring:
                                  np.subtract(e.value["fct_ns"], e.value["rx_ns"]).tolist()))
                 if agree(_spans(alone), self.tolerance):
                     self.alone[c] = alone
+                    self.gains[c] = float(e.value.get("gain", 1.0))  # entries before the gain: equal shares
                     self._take(engine, session, c, e.digest)
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted))]
+        self.gain_classes = min(GAIN_CLASSES, len(np.unique(self.class_of[self.watch])))
 
     def step(self, engine, session) -> None:
         """At a stop of the engine: read the copies that finished since the last scan, and turn the
@@ -123,19 +142,31 @@ class Recurring:
             return
         newly = []
         for f, s, r, e in zip(self.watch[done].tolist(), start[done].tolist(), rx[done].tolist(), fin[done].tolist()):
-            got = self.samples.setdefault(int(self.class_of[f]), [])
-            if len(got) < self.trust:  # the first copies to finish; later ones in this scan are not read
+            c = int(self.class_of[f])
+            got = self.samples.setdefault(c, [])
+            if len(got) < self.trust[c]:  # the first copies to finish; later ones in this scan are not read
                 got.append((r - s, e - s))
-                self.sampled.setdefault(int(self.class_of[f]), []).append(f)
-                if len(got) == self.trust:
-                    newly.append(int(self.class_of[f]))
+                self.sampled.setdefault(c, []).append(f)
+                if len(got) == self.trust[c]:
+                    newly.append(c)
         self.watch = self.watch[~done]
         for c in newly:
+            self.spent[c] = self.paced(engine, c)
+        self.waiting += newly
+        if not self.gain_fitted and len(self.spent) >= self.gain_classes:
+            self.gain = fit_gain(list(self.spent.values()))  # once: the classes taken all pace alike
+            self.gain_fitted = True
+        if not self.gain_fitted:
+            return
+        newly, self.waiting = self.waiting, []
+        for c in newly:
             rx, fct = (list(x) for x in zip(*self.samples[c]))
-            alone = self.paced(engine, c)
+            alone = _alone(self.spent[c], self.gain).tolist()
             self.alone[c] = [(a, f - r) for a, r, f in zip(alone, rx, fct)]
+            self.gains[c] = self.gain
             if agree(_spans(self.alone[c]), self.tolerance):
-                session.learn_recurring(self.keys[c], self.digests[c], {"rx_ns": rx, "fct_ns": fct, "alone_rx_ns": alone})
+                session.learn_recurring(self.keys[c], self.digests[c],
+                                        {"rx_ns": rx, "fct_ns": fct, "alone_rx_ns": alone, "gain": self.gain})
                 self._take(engine, session, c)
             else:
                 self.refuted.add(c)
@@ -143,12 +174,13 @@ class Recurring:
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
 
-    def paced(self, engine, c: int) -> list:
-        """Each sampled copy of class c's time to its last byte received at the pace it would have had
-        alone: its time, moment by moment, divided by how many flows' data (its own included) was
-        leaving the busiest port its data leaves.  Timers run at that pace times their share
-        (``wormhole/timers.py``), so copies that met other flows and copies that ran alone can be
-        compared, and taken for each other."""
+    def paced(self, engine, c: int) -> np.ndarray:
+        """How long each sampled copy of class c spent, to its last byte received, beside n flows'
+        data (its own included) leaving the busiest port its data leaves (``_spent``): its time at
+        the pace it would have had alone is then ``_alone``, at ``min(1, gain / n)`` (1 alone), the
+        gain fitted on the first ``GAIN_CLASSES`` classes sampled (``fit_gain``).  Timers run at that
+        pace (``wormhole/timers.py``), so copies that met other flows and copies that ran alone can
+        be compared, and taken for each other."""
         if self._on_port is None:  # a class's copies share its 4-tuple's path: one look per class
             classes: dict = {}
             for k, ports in enumerate(engine.links([int(m[0]) for m in self.members])):
@@ -157,7 +189,7 @@ class Recurring:
             self._on_port = {p: np.concatenate(m) for p, m in classes.items()}
         on = [self._on_port[p] for p in engine.links([int(self.members[c][0])])[0]]
         start, rx, _ = engine.flow_times(self.sampled[c])
-        return [_alone_ns(engine, on, int(s), int(r)) for s, r in zip(start, rx)]
+        return np.array([_spent(engine, on, int(s), int(r)) for s, r in zip(start, rx)])
 
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
@@ -175,7 +207,7 @@ class Recurring:
                 self.checking.append((int(waiting[0]), self.digests[c], int(times[0, 0])))
             engine.mark_memo_flows(waiting[:1], group=GROUP)
             waiting, times = waiting[1:], times[1:]
-        engine.make_timers(waiting, times[:, 0], times[:, 1], group=GROUP)  # paced: a recurring group
+        engine.make_timers(waiting, times[:, 0], times[:, 1], group=GROUP, gain=self.gains[c])  # paced
         self.taken.append(waiting)
         self.counters["memo_recurring_taken"] += len(waiting)
         if digest is not None:  # a lookup that hit, for the per-iteration counts
@@ -185,6 +217,7 @@ class Recurring:
     def finish(self, engine, session) -> None:
         """At the end of the run: how many copies were simulated after all (a flow they were not
         learned with crossed their ports), and the spot checks."""
+        self.counters["memo_recurring_gain"] = self.gain
         if self.taken:
             taken = np.concatenate(self.taken)
             self.counters["memo_recurring_met_live"] = int((~engine.timers(taken)).sum())
@@ -197,6 +230,17 @@ class Recurring:
                                    "interrupted": actual <= 0})
 
 
+def _samples(counts: np.ndarray, tolerance: float) -> np.ndarray:
+    """How many simulated copies each class is learned from: ``TRUST_SAMPLES`` where they must agree
+    within ``AGREE_TOLERANCE``; where they may spread wider, a ``WIDE_SHARE``-th of the class's
+    copies, within ``TRUST_SAMPLES`` .. ``TRUST_SAMPLES_WIDE``: a class's first copies are its first
+    bucket's ring steps, about 2% faster at their alone pace than its later ones on the 128-GPU
+    fat-tree (README, "Recurring flows"), and the timers carry their mean."""
+    if tolerance <= AGREE_TOLERANCE:
+        return np.full(len(counts), TRUST_SAMPLES)
+    return np.clip(counts // WIDE_SHARE, TRUST_SAMPLES, TRUST_SAMPLES_WIDE)
+
+
 def _workload(flows: FlowSet, classes: np.ndarray) -> str:
     """What a class's course depends on besides itself, up to timing: the set of classes the run
     sends, and the set of compute times and gaps between its ops (another speed of the GPUs meets
@@ -207,9 +251,10 @@ def _workload(flows: FlowSet, classes: np.ndarray) -> str:
     return hashlib.sha256(canonical_json(what).encode()).hexdigest()
 
 
-def _alone_ns(engine, on_ports, start: int, rx: int) -> int:
-    """``integral dt / sharers(t)`` over ``[start, rx)``: ``sharers(t)`` the most flows live at t (from
-    their start to their last byte received, or on) among those of each list of ``on_ports``."""
+def _spent(engine, on_ports, start: int, rx: int) -> np.ndarray:
+    """The ns of ``[start, rx)`` spent beside n flows (``[n - 1]``, n up to ``MOST_SHARERS``): n the
+    most flows live at once (from their start to their last byte received, or on) among those of
+    each list of ``on_ports``, at least 1."""
     cuts, counts = [np.array([start, rx], np.int64)], []
     lives = []
     for flows in on_ports:
@@ -222,8 +267,50 @@ def _alone_ns(engine, on_ports, start: int, rx: int) -> int:
     mid = (t[:-1] + t[1:]) / 2
     for s, r in lives:  # live at mid: started before it, not received by it
         counts.append(np.searchsorted(s, mid, side="right") - np.searchsorted(r, mid, side="right"))
-    sharers = np.maximum(np.max(counts, axis=0), 1) if counts else np.ones(len(mid))
-    return round(float((np.diff(t) / sharers).sum()))
+    sharers = np.clip(np.max(counts, axis=0), 1, MOST_SHARERS) if counts else np.ones(len(mid), np.int64)
+    return np.bincount(sharers - 1, weights=np.diff(t), minlength=MOST_SHARERS)
+
+
+def _paces(gain: float) -> np.ndarray:
+    """A paced timer's pace beside n = 1 .. ``MOST_SHARERS`` flows (``timers.pace``): 1 alone."""
+    paces = np.minimum(1.0, gain / np.arange(1, MOST_SHARERS + 1))
+    paces[0] = 1.0
+    return paces
+
+
+def _alone(spent: np.ndarray, gain: float) -> np.ndarray:
+    """Alone times (ns) of copies that spent ``spent`` (``_spent``, one row each), at ``gain``."""
+    return np.rint(spent @ _paces(gain)).astype(np.int64)
+
+
+def _alone_ns(engine, on_ports, start: int, rx: int, gain: float = 1.0) -> int:
+    """A copy's alone time: ``integral pace(sharers(t)) dt`` over ``[start, rx)`` (``_spent``)."""
+    return int(_alone(_spent(engine, on_ports, start, rx)[None], gain)[0])
+
+
+def fit_gain(spent: list) -> float:
+    """The pace gain (of ``GAINS``) under which each class's sampled copies agree best: the least
+    sum of squared relative deviations of their alone times from their class's mean.  What n flows
+    on a link get together against one alone there depends on more than the link (a ring's flow
+    alone is held below its link's rate by the ACKs its NIC also sends; flows sharing the link fill
+    it), so it is fitted on the run itself: on the 128-GPU DDP fat-tree's full run (HPCC), copies
+    beside one other flow for their whole life took 1.78 times a copy alone, beside two 2.69 times
+    (a gain of 1.12, which puts every such group within 3% of its class's alone time, where equal
+    shares left them 6-11% short); two 3.3 MB flows alone on a leaf-spine link take 1.99 times one's
+    time (a gain of 1).  Copies that all met the same flows say nothing of it; a gain is taken only
+    where it makes the copies agree better by ``GAIN_EVIDENCE`` (on the 128-GPU fat-tree 1.12 cuts
+    the sum by 12-16% on the full run's copies; on ``tests/test_recurring.py``'s colliding rings,
+    whose first copies all met the same flows, nothing, where noise alone fitted 1.07-1.29), else
+    it is 1 (equal shares)."""
+    paces = np.stack([_paces(g) for g in GAINS], axis=1)  # [n - 1, gain]
+    cost = np.zeros(len(GAINS))
+    for rows in spent:
+        if len(rows) < 2:
+            continue
+        x = rows @ paces  # [copy, gain]
+        cost += ((x / np.maximum(x.mean(axis=0), 1.0) - 1) ** 2).sum(axis=0)
+    best, one = int(np.argmin(cost)), int(np.flatnonzero(GAINS == 1.0)[0])
+    return float(GAINS[best]) if cost[best] < cost[one] * (1 - GAIN_EVIDENCE) else 1.0
 
 
 def _spans(alone) -> list:

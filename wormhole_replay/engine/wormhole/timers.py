@@ -20,15 +20,16 @@ below):
   episode put a fat-tree iteration's mean FCT 1.6% short); another group's timers are not in them.
 
 Recurring flows' timers (the negative group) are *paced*: each was learned at its alone pace
-(``memo/recurring.py``: a copy's time, moment by moment, divided by how many flows' data left the
-busiest port its data crossed), and runs at that pace divided by how many flows' data leave the
-busiest port its own data leaves (``TM_SHARERS``: running timers, ``PT_TIMERS_DATA``, and packet
-flows, ``PT_LIVE_DATA``), its end moved whenever one starts or ends there (``repace_beside``):
-equal shares of the busiest link, as a flow-level model would.  And it takes that share of its
-links as a fluid flow does (``_reserve``, ``share``): the packet flows beside it get the rest, and
-HPCC's INT counts its bytes, so that the memo's packet flows beside it (a class's first copies, a
-timer simulated after all) feel it as it feels them; a foreign flow still makes it a packet flow, as
-above (without that rule the 128-GPU DDP fat-tree ran 12-13x faster than full, but the colliding
+(``memo/recurring.py``: a copy's time, moment by moment, at its pace beside the n flows' data that
+left the busiest port its data crossed), and covers it at ``pace``, ``min(1, gain / n)`` (1 alone),
+n the flows whose data leave the busiest port its own data leaves (``TM_SHARERS``: running timers,
+``PT_TIMERS_DATA``, and packet flows, ``PT_LIVE_DATA``), its end moved whenever one starts or ends
+there (``repace_beside``): shares of the busiest link, as a flow-level model would, n flows getting
+together ``gain`` (``FF_PACE_GAIN``, fitted by the memo on the run's copies) times what one gets
+alone there.  And it takes that share of its links as a fluid flow does (``_reserve``, ``share``):
+the packet flows beside it get the rest, and HPCC's INT counts its bytes, so that the memo's packet
+flows beside it (a class's first copies, a timer simulated after all) feel it as it feels them; a
+foreign flow still makes it a packet flow, as above (without that rule the 128-GPU DDP fat-tree ran 12-13x faster than full, but the colliding
 rings of ``tests/test_recurring.py`` went beyond their noise floor).  Two 10 MB flows into one host,
 one a paced timer and one of the memo's packet flows, end within 1.5% of full simulation either way
 round (``tests/test_recurring.py``).
@@ -52,10 +53,10 @@ are listed in ``parts.timers``.
 import numpy as np
 
 from ..kernel import kernel
-from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FT_APATH, FT_BYTES_RX, FT_DPATH, FT_MEMO_TIMER,
-                      FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA,
-                      FT_START, FT_STATE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_PART, PT_PEER, PT_RATE,
-                      PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_TIMERS,
+from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FF_PACE_GAIN, FT_APATH, FT_BYTES_RX, FT_DPATH,
+                      FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT,
+                      FT_SND_UNA, FT_START, FT_STATE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_PART,
+                      PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_TIMERS,
                       ST_WH_TIMERS_THAWED, TM_ALONE, TM_BPS, TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
 from ..nic import start_flow
 from ..queue import q_remove, q_set
@@ -176,10 +177,29 @@ def _share_bps(net, flows, cfg, f):
 
 
 @kernel(inline="always")
-def _covered(parts, state, i):
+def pace(flows, f, sharers):
+    """How fast paced timer f covers its alone time beside ``sharers`` flows (itself included) on its
+    busiest link: 1 alone, else its share of the link against its rate alone, at most 1.  n flows
+    on a link get together ``FF_PACE_GAIN`` times what one of them gets alone there: where a flow
+    alone does not fill its link (a ring's flow, whose NIC also carries the ACKs of the flow it
+    receives), flows sharing it fill it better (a gain above 1); where sharing costs (DCQCN's rate
+    cuts), worse (below 1).  The memo fits the gain on the run's own copies
+    (``memo/recurring.py``: 1.12 on the 128-GPU DDP fat-tree under HPCC; two flows alone on a
+    leaf-spine link take 1.99 times one's time, a gain of 1)."""
+    return 1.0 if sharers <= 1 else min(1.0, flows.rates[f, FF_PACE_GAIN] / sharers)
+
+
+@kernel(inline="always")
+def _covered(parts, flows, state, i):
     """Running timer i's time covered by now, at its alone pace (ns)."""
     row = parts.timers[i]
-    return row[TM_DONE] + (state[ST_NOW] - row[TM_SINCE]) // row[TM_SHARERS]
+    return row[TM_DONE] + np.int64((state[ST_NOW] - row[TM_SINCE]) * pace(flows, row[TM_FLOW], row[TM_SHARERS]))
+
+
+@kernel(inline="always")
+def _stretched(flows, f, alone_ns, sharers):
+    """Time paced timer f takes to cover ``alone_ns`` of its alone time beside ``sharers`` flows."""
+    return np.int64(max(alone_ns, 0) / pace(flows, f, sharers))
 
 
 @kernel
@@ -195,10 +215,10 @@ def repace_beside(net, flows, events, cfg, state, parts):
             continue
         sharers = _sharers(net, flows, g)
         if sharers != row[TM_SHARERS]:
-            row[TM_DONE] = _covered(parts, state, i)
+            row[TM_DONE] = _covered(parts, flows, state, i)
             row[TM_SINCE] = now
             row[TM_SHARERS] = sharers
-            q_set(events, qp_slot(cfg, g, T_START), now + max(row[TM_ALONE] - row[TM_DONE], 0) * sharers,
+            q_set(events, qp_slot(cfg, g, T_START), now + _stretched(flows, g, row[TM_ALONE] - row[TM_DONE], sharers),
                   next_seq(state))
         bps = _share_bps(net, flows, cfg, g)
         if bps != row[TM_BPS]:
@@ -248,12 +268,13 @@ def start(net, flows, events, cfg, state, parts, f):
     row[TM_ALONE] = ft[f, FT_VIRTUAL]
     row[TM_DONE] = 0
     row[TM_SINCE] = state[ST_NOW]
-    row[TM_SHARERS] = _sharers(net, flows, f) if ft[f, FT_MEMO_TIMER] < 0 else 1
+    paced = ft[f, FT_MEMO_TIMER] < 0
+    row[TM_SHARERS] = _sharers(net, flows, f) if paced else 1
     row[TM_BPS] = 0
-    ft[f, FT_VIRTUAL] = row[TM_ALONE] * row[TM_SHARERS]
+    ft[f, FT_VIRTUAL] = _stretched(flows, f, row[TM_ALONE], row[TM_SHARERS]) if paced else row[TM_ALONE]
     ft[f, FT_TIMER_AT] = n
     state[ST_WH_TIMERS] = n + 1
-    if ft[f, FT_MEMO_TIMER] < 0:  # paced: it takes its share of its links
+    if paced:  # it takes its share of its links
         row[TM_BPS] = _share_bps(net, flows, cfg, f)
         _reserve(net, flows, events, cfg, state, parts, f, 0, row[TM_BPS])
     repace_beside(net, flows, events, cfg, state, parts)
@@ -294,7 +315,8 @@ def _to_packets(net, flows, events, cfg, state, parts, f):
     begun = ft[f, FT_START]
     payload = cfg.ints[CI_PAYLOAD]
     i = ft[f, FT_TIMER_AT]
-    b = np.int64(ft[f, FT_SIZE] * (_covered(parts, state, i) / max(parts.timers[i, TM_ALONE], 1))) // payload * payload
+    covered = _covered(parts, flows, state, i) / max(parts.timers[i, TM_ALONE], 1)
+    b = np.int64(ft[f, FT_SIZE] * covered) // payload * payload
     if b > ft[f, FT_SIZE] - payload:
         b = max(ft[f, FT_SIZE] - payload, 0) // payload * payload
     _stop_running(net, flows, events, cfg, state, parts, f)
