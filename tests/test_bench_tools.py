@@ -167,3 +167,40 @@ def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatc
     events = {line.split()[0]: int(line.split()[3].replace(",", "")) for line in out.splitlines()
               if len(line.split()) > 3 and line.split()[2].endswith("x")}  # the table's rows
     assert events["warm"] < 0.01 * events["full"] and events["cold"] < 0.5 * events["full"], out
+
+
+def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, monkeypatch):
+    """``--warm``: a second wormhole run given the first one's memo database (``memo.sqlite`` beside
+    its outputs), judged against full on a line of its own, with its iteration times against the
+    first run's.  Runs are stubbed (hand-made outputs): the warm run's flow 0 is 20% late and its
+    iteration 4% slower than the cold run's, which is on time."""
+    import pandas as pd
+
+    bench = _tool("bench_scale")
+    calls = []
+
+    def fake_replay(cache, trace_path, topo, cc, mode, extra=(), key=None):
+        d = tmp_path / f"run{len(calls)}"
+        d.mkdir()
+        calls.append((mode, tuple(extra), d))
+        warm = "--memo-db" in extra
+        fct = [120 if warm else 100, 100]
+        pd.DataFrame({"flow_id": [0, 1], "virtual": [False, False], "start_ns": [0, 0], "fct_ns": fct,
+                      "finish_ns": fct, "completed": [True, True]}).to_parquet(d / "flows.parquet")
+        pd.DataFrame({"index": [0], "start_ns": [0], "end_ns": [104 if warm else 100],
+                      "duration_ns": [104 if warm else 100]}).to_csv(d / "iterations.csv", index=False)
+        return {"wall_s": 10.0 if warm else 20.0 if mode == "wormhole" else 100.0, "rss_mb": 1.0,
+                "events": 10 if warm else 50 if mode == "wormhole" else 100, "wormhole": {}, "dir": d, "cached": False}
+
+    monkeypatch.setattr(bench, "trace", lambda cache, name, scale: tmp_path / "t.parquet")
+    monkeypatch.setattr(bench, "replay", fake_replay)
+    r = bench.row(tmp_path, "ddp", "fat-tree", "hpcc", 1.0, False, 0, recurring=1.0, warm=True)
+    (m0, cold, cold_dir), (m1, warm, _), (m2, _, _) = calls
+    assert (m0, m1, m2) == ("wormhole", "wormhole", "full")
+    assert cold == ("--memo-recurring", "1.0") and warm == (*cold, "--memo-db", str(cold_dir / "memo.sqlite"))
+    assert r["speedup"] == pytest.approx(5.0) and r["verdict"] == "within bounds"
+    w = r["warm"]
+    assert w["workload"] == "ddp (warm)" and w["speedup"] == pytest.approx(10.0)
+    assert w["events_avoided"] == pytest.approx(0.9) and w["fct_mean"] == pytest.approx(0.1)
+    assert w["warm_vs_cold"] == pytest.approx(0.04) and w["verdict"] == "BEYOND: fct_mean, fct_p99, iteration, mean_fct"
+    assert not cold_dir.exists()  # the wormhole runs' outputs are not kept (without --where)

@@ -173,6 +173,29 @@ def test_the_pace_gain_is_the_one_a_runs_copies_agree_under():
     assert fit_gain([same]) == fit_gain([]) == 1.0
 
 
+def test_classes_a_warm_run_learns_pace_at_the_gain_of_the_classes_it_took():
+    """A run that takes classes from the memo learns the rest at the gain those were learned at
+    (fitted on 16 classes of the run that stored them), not one fitted anew on the few classes
+    left (on the 128-GPU DDP fat-tree, a warm run's 3 new classes fitted 1.0 where the entries
+    held 1.10).  Stub engine: every copy has started, so nothing is made a timer."""
+    from wormhole_replay.memo.recurring import Recurring
+
+    flows = _flows([(0, 1)] * 10 + [(1, 2)] * 10, [MB] * 20, [i * 10**6 for i in range(20)])
+    cold = Recurring(flows, np.zeros(20, np.int64), {})
+    assert (cold.gain, cold.gain_fitted) == (1.0, False)
+
+    class _Started:
+        def started(self, members):
+            return np.ones(len(members), bool)
+
+    entry = MemoEntry("recurring", "fp", "s", "h", cold.keys[0],
+                      {"rx_ns": [100] * 8, "fct_ns": [110] * 8, "alone_rx_ns": [90] * 8, "gain": 1.1})
+    warm = Recurring(flows, np.zeros(20, np.int64), {cold.digests[0]: entry})
+    warm.start(_Started(), None)
+    assert warm.trusted == {0} and warm.gains == {0: 1.1} and (warm.gain, warm.gain_fitted) == (1.1, True)
+    Recurring(flows, np.zeros(20, np.int64), {}).start(_Started(), None)  # nothing known: still to be fitted
+
+
 def test_a_recurring_entry_is_validated():
     key = {"v": [12345], "e": []}
     ok = MemoEntry("recurring", "fp", "s", "h", key, {"rx_ns": [10, 11], "fct_ns": [12, 13]}).as_dict()

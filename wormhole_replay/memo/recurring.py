@@ -129,6 +129,9 @@ class Recurring:
                     self._take(engine, session, c, e.digest)
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted))]
         self.gain_classes = min(GAIN_CLASSES, len(np.unique(self.class_of[self.watch])))
+        if self.gains:  # the classes left pace as the ones taken do: at the gain their run fitted on more classes
+            values, counts = np.unique(list(self.gains.values()), return_counts=True)
+            self.gain, self.gain_fitted = float(values[np.argmax(counts)]), True
 
     def step(self, engine, session) -> None:
         """At a stop of the engine: read the copies that finished since the last scan, and turn the
