@@ -12,7 +12,7 @@ from wormhole_replay.engine.simulate import simulate as simulate_engine
 from wormhole_replay.errors import InputError
 from wormhole_replay.memo import exchange
 from wormhole_replay.memo.entry import MemoEntry, validate
-from wormhole_replay.memo.recurring import MOST_SHARERS, _alone_ns, _samples, agree, fit_gain, tolerance_of
+from wormhole_replay.memo.recurring import MOST_SHARERS, _alone, _samples, _spent, agree, fit_gain, tolerance_of
 from wormhole_replay.memo.store import MemoStore
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.generators import GptShape, gpt_trace
@@ -138,7 +138,7 @@ def test_a_class_trusted_at_a_wide_spread_is_learned_from_more_of_its_copies():
 
 
 def test_a_copy_is_paced_by_the_flows_on_its_busiest_port():
-    """``_alone_ns``: a copy's time divided, moment by moment, by the most flows live on one of its
+    """``_spent`` and ``_alone``: a copy's time divided, moment by moment, by the most flows live on one of its
     ports (itself included): alone for 100 ns, beside one flow for 200 ns, then beside two on the
     other port for 300 ns: 100 + 200 / 2 + 300 / 3 = 300 ns."""
 
@@ -151,9 +151,10 @@ def test_a_copy_is_paced_by_the_flows_on_its_busiest_port():
             return t[:, 0], t[:, 1], t[:, 1]
 
     engine = _Times({0: (0, 600), 1: (100, 300), 2: (300, 900), 3: (250, 1000), 4: (-1, -1)})
-    assert _alone_ns(engine, [np.array([0, 1, 4]), np.array([0, 2, 3])], 0, 600) == 300
+    spent = _spent(engine, [np.array([0, 1, 4]), np.array([0, 2, 3])], 0, 600)[None]
+    assert _alone(spent, 1.0)[0] == 300
     # where n flows on a link get together 1.12 times what one gets alone: 100 + (200 / 2 + 300 / 3) * 1.12
-    assert _alone_ns(engine, [np.array([0, 1, 4]), np.array([0, 2, 3])], 0, 600, gain=1.12) == 324
+    assert _alone(spent, 1.12)[0] == 324
 
 
 def test_the_pace_gain_is_the_one_a_runs_copies_agree_under():

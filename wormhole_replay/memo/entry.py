@@ -31,7 +31,7 @@ fingerprint (``memo/fingerprint.py``):
   and no edges; ``wl_hash`` is the key's SHA-256; ``value`` is ``{"rx_ns": [int per copy],
   "fct_ns": [int per copy], "alone_rx_ns": [int per copy]}``: the times its simulated copies took
   from their start to their last byte received and to their last ACK, and the first at the pace
-  each would have had alone (``recurring.Recurring.paced``; positive, as many of each; entries made
+  each would have had alone (``recurring.Recurring.spent_beside``, ``recurring._alone``; positive, as many of each; entries made
   before 2026-12-03 have no ``alone_rx_ns`` and a key no run makes any more), and ``"gain"``, the
   pace gain those alone times are at (``recurring.fit_gain``, above 0 and at most 2; 1 where absent,
   as in entries made before 2026-12-04).

@@ -10,7 +10,7 @@ reach them; what is not simulated is their packets.
 
 Where rings collide under ECMP a copy's time depends on whom it meets: about twice its time alone
 beside another ring's flow on a shared link.  So a copy is learned at its *alone pace*
-(``paced``): its time, moment by moment, at its pace beside the n flows' data that were leaving the
+(``spent_beside``, ``_alone``): its time, moment by moment, at its pace beside the n flows' data that were leaving the
 busiest port its data crossed, ``min(1, gain / n)`` (1 alone); and a timer covers that time at its pace
 beside the flows' data (running timers and packet flows) leaving its busiest port, its end moved
 whenever one starts or ends there, and reserves its share of its links as a fluid flow does
@@ -95,7 +95,7 @@ class Recurring:
         self.watch = network[recurring]  # copies whose times are still to be read
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
-        self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``paced``)
+        self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``_alone``)
         self.spent: dict = {}  # class -> [copy, n - 1]: ns each sampled copy spent beside n flows (``_spent``)
         self.gain = 1.0  # the pace gain the run's sampled copies agree best under (``fit_gain``), ...
         self.gain_fitted = False  # ... fitted once, when GAIN_CLASSES classes (or all there are) are sampled
@@ -103,7 +103,7 @@ class Recurring:
         self.waiting: list = []  # classes sampled, waiting for the gain before their copies are judged
         self.gains: dict = {}  # class -> the gain its alone times are at (its entry's, or self.gain when learned)
         self.tolerance = tolerance
-        self._on_port = None  # data port -> the network flows whose data leaves it (``paced``)
+        self._on_port = None  # data port -> the network flows whose data leaves it (``spent_beside``)
         self.trusted: set = set()
         self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run
         self.next_scan = 0
@@ -154,7 +154,7 @@ class Recurring:
                     newly.append(c)
         self.watch = self.watch[~done]
         for c in newly:
-            self.spent[c] = self.paced(engine, c)
+            self.spent[c] = self.spent_beside(engine, c)
         self.waiting += newly
         if not self.gain_fitted and len(self.spent) >= self.gain_classes:
             self.gain = fit_gain(list(self.spent.values()))  # once: the classes taken all pace alike
@@ -177,7 +177,7 @@ class Recurring:
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
 
-    def paced(self, engine, c: int) -> np.ndarray:
+    def spent_beside(self, engine, c: int) -> np.ndarray:
         """How long each sampled copy of class c spent, to its last byte received, beside n flows'
         data (its own included) leaving the busiest port its data leaves (``_spent``): its time at
         the pace it would have had alone is then ``_alone``, at ``min(1, gain / n)`` (1 alone), the
@@ -282,13 +282,9 @@ def _paces(gain: float) -> np.ndarray:
 
 
 def _alone(spent: np.ndarray, gain: float) -> np.ndarray:
-    """Alone times (ns) of copies that spent ``spent`` (``_spent``, one row each), at ``gain``."""
+    """Alone times (ns) of copies that spent ``spent`` (``_spent``, one row each), at ``gain``: each
+    ``integral pace(sharers(t)) dt`` over its time to its last byte received."""
     return np.rint(spent @ _paces(gain)).astype(np.int64)
-
-
-def _alone_ns(engine, on_ports, start: int, rx: int, gain: float = 1.0) -> int:
-    """A copy's alone time: ``integral pace(sharers(t)) dt`` over ``[start, rx)`` (``_spent``)."""
-    return int(_alone(_spent(engine, on_ports, start, rx)[None], gain)[0])
 
 
 def fit_gain(spent: list) -> float:
