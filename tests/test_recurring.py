@@ -197,6 +197,26 @@ def test_classes_a_warm_run_learns_pace_at_the_gain_of_the_classes_it_took():
     Recurring(flows, np.zeros(20, np.int64), {}).start(_Started(), None)  # nothing known: still to be fitted
 
 
+def test_flows_of_classes_too_small_to_learn_are_the_memos_own():
+    """A class with no copy left to take once learned (at most 8 copies: a pipeline send) is never
+    made timers, and its flows are marked the memo's (``mark_memo_flows``), not foreign: a paced
+    timer beside one shares its links with it instead of being simulated.  Stub engine."""
+    from wormhole_replay.memo.recurring import GROUP, Recurring
+
+    flows = _flows([(0, 1)] * 10 + [(1, 2)] * 3 + [(2, 3)] * 8, [MB] * 21, [i * 10**6 for i in range(21)])
+
+    class _Marks:
+        marked: list = []
+
+        def mark_memo_flows(self, at, group):
+            self.marked.append((np.asarray(at).tolist(), group))
+
+    r = Recurring(flows, np.zeros(21, np.int64), {})
+    r.start(_Marks(), None)
+    assert _Marks.marked == [(list(range(10, 21)), GROUP)]
+    assert r.watch.tolist() == list(range(10))  # only the class of 10 is watched, to be learned
+
+
 def test_a_recurring_entry_is_validated():
     key = {"v": [12345], "e": []}
     ok = MemoEntry("recurring", "fp", "s", "h", key, {"rx_ns": [10, 11], "fct_ns": [12, 13]}).as_dict()
