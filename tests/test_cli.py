@@ -41,6 +41,22 @@ def test_simulate_direct_form(tmp_path):
     assert json.loads(p.stdout)["flows_completed"] == 11
 
 
+def test_a_direct_run_goes_on_past_four_seconds_and_warns_of_flows_left_unfinished(tmp_path):
+    """run.py's preset stops at 4 s of simulated time, which cut long replays short (a 128-GPU MoE
+    iteration, the fourth of a 4-iteration DDP replay): a direct run goes on until its flows are
+    done; a --config SIMULATOR_STOP_TIME still ends it, and the flows it left are named on stderr."""
+    flows = write(tmp_path / "f.txt", "2\n0 1 3 100 100000 0.001\n2 3 3 100 100000 4.5\n")
+    args = ("simulate", "--topology", "fat-tree:k=4", "--flows", flows, "--cc", "hpcc", "--json", "--quiet")
+    p = cli(*args, "--out", tmp_path / "a")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert json.loads(p.stdout)["flows_completed"] == 2
+    p = cli(*args, "--out", tmp_path / "b", "--config", write(tmp_path / "c.txt", "SIMULATOR_STOP_TIME 4.0\n"))
+    assert p.returncode == 0 and json.loads(p.stdout)["flows_completed"] == 1
+    assert p.stderr.splitlines() == ["wormhole-replay: warning: 1 of 2 flows did not complete (the run's last event at "
+                                     "0.001 s simulated; a --config SIMULATOR_STOP_TIME ends a run early, lost packets "
+                                     "without a retransmission timer never end)"]
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path

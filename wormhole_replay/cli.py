@@ -70,6 +70,10 @@ def _finish_run(args, out_dir: Path, outputs: dict, summary: dict, inputs: dict)
     _write_outputs(outputs, {"summary": {**summary, "inputs": inputs}}, out_dir)
     if args.report:
         _report.write_report(out_dir, outputs["report"])
+    if summary["flows_completed"] < summary["flows"]:  # the outputs hold them, as not completed: say so
+        print(f"{PROG}: warning: {summary['flows'] - summary['flows_completed']} of {summary['flows']} flows did not "
+              f"complete (the run's last event at {summary['simulated_ns'] / 1e9:.3f} s simulated; a --config "
+              "SIMULATOR_STOP_TIME ends a run early, lost packets without a retransmission timer never end)", file=sys.stderr)
 
 
 def _mode_summary(c: dict) -> dict:

@@ -24,7 +24,12 @@ Keys of ours, beyond the reference:
   (8 per node and 2, found by matching the reference runs S1 and S4 exactly), and ns-3's RngRun.
 
 ``SimConfig.direct(cc, nic_bps)`` gives the ``run.py --bw`` preset used by the reference runs, for
-runs given as ``--topology/--flows/--cc`` rather than a config file.
+runs given as ``--topology/--flows/--cc`` rather than a config file, except its stop time: run.py
+stops at 4 s of simulated time, which cut a 128-GPU MoE iteration and the fourth iteration of a
+4-iteration DDP replay short (2026-12-04); a direct run goes on until its flows are done, up to
+``DIRECT_STOP_S`` (a bound for a run that cannot end, not a horizon any replay reaches), and the
+command line warns of flows a run left unfinished.  A ``--config`` with ``SIMULATOR_STOP_TIME``
+still sets one.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from .errors import InputError, read_input_text
 from .topology.units import parse_rate_bps
 
 CC_MODES = {"dcqcn": 1, "hpcc": 3, "dctcp": 8}
+DIRECT_STOP_S = 3600.0  # simulated seconds: a direct run's stop time (run.py's 4 s cut long replays short)
 CC_NAMES = {v: k for k, v in CC_MODES.items()}
 
 
@@ -174,7 +180,7 @@ class SimConfig:
             cc_mode=CC_MODES[cc], packet_payload_size=1000, l2_chunk_size=4000, l2_ack_interval=1,
             l2_back_to_zero=False, global_t=True, multi_rate=False, sample_feedback=False,
             rate_bound=True, min_rate_bps=1_000_000_000, buffer_size_mb=int(16 * bw / 50),
-            simulator_stop_time=4.0, kmin_map={r: int(100 * r / 25e9) for r in ecn_rates},
+            simulator_stop_time=DIRECT_STOP_S, kmin_map={r: int(100 * r / 25e9) for r in ecn_rates},
             kmax_map={r: int(400 * r / 25e9) for r in ecn_rates}, pmax_map={r: 0.2 for r in ecn_rates},
             seq_num_bytes=8, enable_qcn=True,
         )
