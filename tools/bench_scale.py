@@ -120,11 +120,10 @@ def trace(cache: Path, name: str, scale: float) -> Path:
 def replay(cache: Path, trace_path: Path, topo: str, cc: str, mode: str, extra=(), key=None) -> dict:
     """One replay's outputs and measures; full runs (``key`` given) come from the cache if there."""
     from wormhole_replay import __version__
-    from wormhole_replay.config import DIRECT_STOP_S
 
-    if key is not None:  # runs cached before direct runs went past 4 s of simulated time are not reused
+    if key is not None:  # runs cached before direct runs went past 4 s of simulated time ("stop-extends") are not reused
         d = cache / "runs" / _digest(trace_path.name, trace_path.stat().st_size, topo, cc, mode, list(extra), key,
-                                     __version__, DIRECT_STOP_S)
+                                     __version__, "stop-extends")
         if (d / "measure.json").is_file():
             return {**json.loads((d / "measure.json").read_text()), "dir": d, "cached": True}
         shutil.rmtree(d, ignore_errors=True)

@@ -24,12 +24,13 @@ Keys of ours, beyond the reference:
   (8 per node and 2, found by matching the reference runs S1 and S4 exactly), and ns-3's RngRun.
 
 ``SimConfig.direct(cc, nic_bps)`` gives the ``run.py --bw`` preset used by the reference runs, for
-runs given as ``--topology/--flows/--cc`` rather than a config file, except its stop time: run.py
-stops at 4 s of simulated time, which cut a 128-GPU MoE iteration and the fourth iteration of a
-4-iteration DDP replay short (2026-12-04); a direct run goes on until its flows are done, up to
-``DIRECT_STOP_S`` (a bound for a run that cannot end, not a horizon any replay reaches), and the
-command line warns of flows a run left unfinished.  A ``--config`` with ``SIMULATOR_STOP_TIME``
-still sets one.
+runs given as ``--topology/--flows/--cc`` rather than a config file, except where it stops:
+run.py stops at 4 s of simulated time, which cut a 128-GPU MoE iteration and the fourth iteration
+of a 4-iteration DDP replay short (2026-12-04); a direct run has no stop time (``None``): it runs 4 s
+at a time for as long as its flows moved in the last 4 (a byte received or a flow done), so it ends
+when its flows are done, or stuck (lost packets without a retransmission timer, a deadlock), and
+the command line warns of flows a run left unfinished.  A ``--config`` with ``SIMULATOR_STOP_TIME``
+(or ``replace(cfg, simulator_stop_time=...)``) sets a stop that holds.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from .errors import InputError, read_input_text
 from .topology.units import parse_rate_bps
 
 CC_MODES = {"dcqcn": 1, "hpcc": 3, "dctcp": 8}
-DIRECT_STOP_S = 3600.0  # simulated seconds: a direct run's stop time (run.py's 4 s cut long replays short)
 CC_NAMES = {v: k for k, v in CC_MODES.items()}
 
 
@@ -62,7 +62,7 @@ class SimConfig:
     qlen_mon_file: str = ""  # with it, the run writes the reference's queue histogram (engine/monitor.py)
     qlen_mon_start: int = 2_000_000_000  # ns (third.cc's defaults)
     qlen_mon_end: int = 2_100_000_000
-    simulator_stop_time: float = 3.01  # seconds
+    simulator_stop_time: float | None = 3.01  # seconds; None: until the flows are done or stuck (engine/simulate.py)
     alpha_resume_interval: float = 55.0  # us
     rate_decrease_interval: float = 4.0  # us
     clamp_target_rate: bool = False
@@ -180,7 +180,7 @@ class SimConfig:
             cc_mode=CC_MODES[cc], packet_payload_size=1000, l2_chunk_size=4000, l2_ack_interval=1,
             l2_back_to_zero=False, global_t=True, multi_rate=False, sample_feedback=False,
             rate_bound=True, min_rate_bps=1_000_000_000, buffer_size_mb=int(16 * bw / 50),
-            simulator_stop_time=DIRECT_STOP_S, kmin_map={r: int(100 * r / 25e9) for r in ecn_rates},
+            simulator_stop_time=None, kmin_map={r: int(100 * r / 25e9) for r in ecn_rates},
             kmax_map={r: int(400 * r / 25e9) for r in ecn_rates}, pmax_map={r: 0.2 for r in ecn_rates},
             seq_num_bytes=8, enable_qcn=True,
         )

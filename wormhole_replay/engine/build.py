@@ -21,6 +21,7 @@ from .monitor import new_monitor
 from .tables import Config, Flows, Monitor, Network, Partitions
 
 INITIAL_PACKETS = 4096
+STOP_WINDOW_S = 4.0  # a run without a stop time runs this much simulated time at a time (engine/simulate.py)
 INITIAL_PFC_LOG = 1024
 
 
@@ -263,7 +264,7 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     ci[L.CI_RP_NS] = us(cfg.rp_timer)
     ci[L.CI_FAST_RECOVERY] = cfg.fast_recovery_times
     ci[L.CI_NACK_NS] = 500_000  # RdmaHw "NACK Generation Interval", 500 us
-    ci[L.CI_STOP] = int(round(cfg.simulator_stop_time * 1e9))
+    ci[L.CI_STOP] = int(round((STOP_WINDOW_S if cfg.simulator_stop_time is None else cfg.simulator_stop_time) * 1e9))
     ci[L.CI_INT_MULTI] = cfg.int_multi
     ci[L.CI_CLAMP] = cfg.clamp_target_rate
     ci[L.CI_RTO_NS] = cfg.rto_ns

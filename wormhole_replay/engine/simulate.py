@@ -14,7 +14,7 @@ from ..config import SimConfig
 from ..topology.routing import node_to_ip
 from ..workload.flowfile import FlowSet
 from . import layout as L
-from .build import build, grow_packets
+from .build import STOP_WINDOW_S, build, grow_packets
 from .fastforward import FastForward
 from .fastforward import counters as wormhole_counters
 from .loop import run as _run
@@ -81,6 +81,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         view.set_log(session.log_bits())
         session.start(view)
     reported = 0
+    moved = _progress(state)  # where the flows stood at the last stop (``stop_extends``)
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
         code = _run(*state.args(), SLICE_EVENTS)
@@ -110,7 +111,10 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             bar.set_postfix_str(f"{st[L.ST_NOW] / 1e6:.3f} ms simulated, {st[L.ST_EVENTS] / 1e6:.1f} M events", refresh=False)
             bar.refresh()
         if code == L.RUN_DONE:
-            break
+            if cfg.simulator_stop_time is not None or not _moved_on(state, moved):
+                break
+            state.cfg.ints[L.CI_STOP] += int(round(STOP_WINDOW_S * 1e9))  # no stop time: on, where it stopped
+            moved = _progress(state)
     if bar is not None:
         bar.close()
     if session is not None:
@@ -167,6 +171,17 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
             counters["wormhole"].update(session.counters)
     return Result(flows=df, pfc=pfc, counters=counters, memo=session, links=_monitor.links_table(state, topo),
                   qlen=_monitor.qlen_text(state, topo))
+
+
+def _progress(state) -> tuple[int, int]:
+    """How far the flows have got: flows done, bytes received."""
+    return int(state.state[L.ST_FINISHED]), int(state.flows.table[:, L.FT_BYTES_RX].sum())
+
+
+def _moved_on(state, before: tuple[int, int]) -> bool:
+    """The run stopped at its stop time with flows left, and they moved since ``before``."""
+    left = (state.flows.table[:, L.FT_STATE] != 2).any()
+    return bool(left and state.state[L.ST_NOW] > 0 and _progress(state) != before)
 
 
 def _progress_bar(total: int, done: int):
