@@ -81,7 +81,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
         view.set_log(session.log_bits())
         session.start(view)
     reported = 0
-    moved = _progress(state)  # where the flows stood at the last stop (``stop_extends``)
+    moved = _progress(state)  # where the flows stood at the last stop (a run without a stop time goes on while they move)
     bar = None  # made only once the run has lasted PROGRESS_AFTER seconds
     while True:
         code = _run(*state.args(), SLICE_EVENTS)
