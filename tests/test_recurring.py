@@ -206,14 +206,15 @@ def test_flows_of_classes_too_small_to_learn_are_the_memos_own():
     flows = _flows([(0, 1)] * 10 + [(1, 2)] * 3 + [(2, 3)] * 8, [MB] * 21, [i * 10**6 for i in range(21)])
 
     class _Marks:
-        marked: list = []
+        def __init__(self):
+            self.marked = []
 
         def mark_memo_flows(self, at, group):
             self.marked.append((np.asarray(at).tolist(), group))
 
-    r = Recurring(flows, np.zeros(21, np.int64), {})
-    r.start(_Marks(), None)
-    assert _Marks.marked == [(list(range(10, 21)), GROUP)]
+    r, engine = Recurring(flows, np.zeros(21, np.int64), {}), _Marks()
+    r.start(engine, None)
+    assert engine.marked == [(list(range(10, 21)), GROUP)]
     assert r.watch.tolist() == list(range(10))  # only the class of 10 is watched, to be learned
 
 

@@ -121,9 +121,9 @@ def replay(cache: Path, trace_path: Path, topo: str, cc: str, mode: str, extra=(
     """One replay's outputs and measures; full runs (``key`` given) come from the cache if there."""
     from wormhole_replay import __version__
 
-    if key is not None:  # runs cached before direct runs went past 4 s of simulated time ("stop-extends") are not reused
+    if key is not None:  # runs cached while direct runs stopped at 4 s of simulated time are not reused
         d = cache / "runs" / _digest(trace_path.name, trace_path.stat().st_size, topo, cc, mode, list(extra), key,
-                                     __version__, "stop-extends")
+                                     __version__, "runs-to-the-end")
         if (d / "measure.json").is_file():
             return {**json.loads((d / "measure.json").read_text()), "dir": d, "cached": True}
         shutil.rmtree(d, ignore_errors=True)

@@ -179,9 +179,8 @@ def _progress(state) -> tuple[int, int]:
 
 
 def _moved_on(state, before: tuple[int, int]) -> bool:
-    """The run stopped at its stop time with flows left, and they moved since ``before``."""
-    left = (state.flows.table[:, L.FT_STATE] != 2).any()
-    return bool(left and state.state[L.ST_NOW] > 0 and _progress(state) != before)
+    """The run stopped with flows left, and they moved since ``before``."""
+    return bool(state.state[L.ST_FINISHED] < state.flows.table.shape[0] and _progress(state) != before)
 
 
 def _progress_bar(total: int, done: int):

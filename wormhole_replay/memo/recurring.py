@@ -42,7 +42,7 @@ differ, never hits it.
 What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gain are a flow-level
 model, and where a foreign flow is live on a timer's ports the timer is simulated
 (``wormhole/timers.py``).  Foreign here are the copies of classes not learned yet or refuted; the
-flows of classes too small to learn (``_small``) are the memo's own packet flows, beside which
+flows of classes too small to learn (``small``) are the memo's own packet flows, beside which
 timers run at their share.  The figures are in the README ("Recurring flows"), measured against full
 simulation.
 """
@@ -95,6 +95,7 @@ class Recurring:
         self.class_of[network] = cls
         recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
+        self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``_alone``)
@@ -119,11 +120,20 @@ class Recurring:
                          "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0}
 
     def start(self, engine, session) -> None:
-        """Before the first event: the classes too small to be learned are the memo's own packet
-        flows (``_small``), and the classes the memo knows are taken from their first copy."""
-        small = self._small()
-        if len(small):
-            engine.mark_memo_flows(small, group=GROUP)
+        """Before the first event: the flows of classes too small to learn (at most ``trust`` copies:
+        a pipeline send, an odd last bucket) are the memo's own packet flows, and the classes the memo
+        knows are taken from their first copy.  The small ones are never timers, and not foreign to
+        the timers either: a paced timer shares its links with them as with a class's sampled copies
+        (it counts them among its sharers and reserves its share beside them) rather than being
+        simulated wherever one is live on its ports.  On the 128-GPU DDP fat-tree (HPCC, spread 100%;
+        README, "Recurring flows") the 512 pipeline sends (128 classes of 4 copies, 20 MB each)
+        crossed the fabric links of thousands of timers: treated as the memo's own, 72.8-78.9% of
+        events were avoided instead of 64.4-64.6%, mean FCT -0.19% to +0.30% (-0.45% / -0.63%
+        before), per flow 12.5-12.6% (12.1-12.2%) against a floor of 10.7%.  Refuted classes' copies
+        stay foreign: treated as the memo's own as well, 85% were avoided at mean FCT -0.66% / -0.67%
+        (two runs), but alone (the pipeline sends foreign) -1.65%, beyond the bound."""
+        if len(self.small):
+            engine.mark_memo_flows(self.small, group=GROUP)
         for c, digest in enumerate(self.digests):
             e = self.known.get(digest)
             if e is not None and e.key == self.keys[c]:
@@ -182,21 +192,6 @@ class Recurring:
                 self.counters["memo_recurring_refuted"] += 1
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
-
-    def _small(self) -> np.ndarray:
-        """The flows of classes with no copy left to take once learned (at most ``trust`` copies: a
-        pipeline send, an odd last bucket), by id.  They are never timers, and not foreign to the
-        timers either: a paced timer shares its links with them as with a class's sampled copies (it
-        counts them among its sharers and reserves its share beside them) rather than being simulated
-        wherever one is live on its ports.  On the 128-GPU DDP fat-tree (HPCC, spread 100%; README,
-        "Recurring flows") the 512 pipeline sends (128 classes of 4 copies, 20 MB each) crossed the
-        fabric links of thousands of timers: treated as the memo's own, 72.8-78.9% of events were
-        avoided instead of 64.4-64.6%, mean FCT -0.19% to +0.30% (-0.45% / -0.63% before), per flow
-        12.5-12.6% (12.1-12.2%) against a floor of 10.7%.  Refuted classes' copies stay foreign:
-        treated as the memo's own as well, 85% were avoided at mean FCT -0.66% / -0.67% (two runs),
-        but alone (the pipeline sends foreign) -1.65%, beyond the bound."""
-        small = [m for c, m in enumerate(self.members) if len(m) <= self.trust[c]]
-        return np.sort(np.concatenate(small)) if small else np.zeros(0, np.int64)
 
     def spent_beside(self, engine, c: int) -> np.ndarray:
         """How long each sampled copy of class c spent, to its last byte received, beside n flows'

@@ -45,7 +45,7 @@ their times and take no share: their overlaps are in their times.
 The memo's own timers simulated after all are not foreign: they are the pattern the timers were
 learned in (a ring's steps share their hosts' ports through their ACKs), and counting them made
 every later step of that ring simulated too (all 107,008 copies of the iteration above).  Nor are
-the flows of recurring classes too small to learn (``Recurring._small``: a pipeline send), which
+the flows of recurring classes too small to learn (``Recurring.small``: a pipeline send), which
 the memo marks as its own: a paced timer beside one runs at its share.  Ports
 count the foreign flows live on them (``PT_FOREIGN``, ``membership``), the timers running
 (``PT_TIMERS``) and those of them whose data crosses them (``PT_TIMERS_DATA``); the timers running
