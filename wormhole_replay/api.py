@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .config import SimConfig, read_config
 from .engine.fastforward import FastForward
 from .engine.monitor import MonitorSpec
@@ -38,6 +40,7 @@ class Run:
     memo_spot_check: int = 0  # check this many memo hits against packet-level simulation instead of applying them
     memo_episodes: list | None = None  # groups of flows (a replay's iterations) the memo may take whole (memo/episodes.py)
     memo_recurring: float = 0.0  # flows taken from their earlier copies that agree within it (memo/recurring.py; 0: off)
+    iteration_of: np.ndarray | None = None  # per flow, the index of its replayed iteration (None: one iteration)
     journal: bool = False  # wormhole without a memo database: still keep the journal of jumps
     source_digest: str | None = None  # SHA-256 of the trace or flow file (recorded with the run)
     monitor: MonitorSpec | None = None  # link samples and / or the reference's qlen.txt (engine/monitor.py)
@@ -165,7 +168,7 @@ def _execute(run: Run, on_slice) -> Result:
         result = _simulate(run.topo, run.flows, run.cfg, pinned=run.pinned, routes=run.routes,
                            on_slice=on_slice, fast_forward=run.fast_forward,
                            memo=memo.session_for(run.topo, run.cfg, run.flows, run.memo_episodes,
-                                                 run.memo_recurring),
+                                                 run.memo_recurring, run.iteration_of),
                            monitor=run.monitor)
         result.counters["wormhole"].update(memo.finish(result.counters, run.source_digest))
     finally:

@@ -72,7 +72,9 @@ def add_episodes_option(p) -> None:
                    help="once a flow (same hosts, ports and size) has been simulated 8 times in the run and those "
                         "copies' times agree within SPREAD (default 1%%; on a chaotic fabric, up to the per-flow "
                         "noise floor `audit --noise-floor` measured), take its later copies from those times instead "
-                        "of simulating their packets (opt-in: see the README, 'Recurring flows')")
+                        "of simulating their packets; above 1%%, a flow whose copies disagree takes, in a later iteration "
+                        "or run, the time of the copy at its place in an earlier iteration (opt-in: see the README, "
+                        "'Recurring flows')")
 
 
 def add_port_option(p) -> None:

@@ -142,6 +142,7 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     keys = np.unique(key_of)
     done_wall = np.full(len(keys), np.nan)
     flow_key = np.searchsorted(keys, key_of)
+    run.iteration_of = flow_key  # recurring flows match a copy to its place in another iteration
     if memo_episodes and run.memo_db is not None and run.fast_forward is not None:
         # one group per (job, iteration), in the order they run; flows by rank, then op (a copy of
         # an iteration numbers its ops in the order of its model's, rank by rank), then id

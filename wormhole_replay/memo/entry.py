@@ -34,7 +34,9 @@ fingerprint (``memo/fingerprint.py``):
   each would have had alone (``recurring.Recurring.spent_beside``, ``recurring._alone``; positive, as many of each; entries made
   before 2026-12-03 have no ``alone_rx_ns`` and a key no run makes any more), and ``"gain"``, the
   pace gain those alone times are at (``recurring.fit_gain``, above 0 and at most 2; 1 where absent,
-  as in entries made before 2026-12-04).
+  as in entries made before 2026-12-04).  A refuted class's entry (its key's digest also holds
+  ``by-place``) has ``"places"``: each copy's ordinal among its class's copies of its iteration
+  (``recurring.Recurring._place``; distinct, non-negative).
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -123,6 +125,10 @@ def validate(d: dict) -> MemoEntry:
         gain = val.get("gain", 1.0)
         if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 < gain <= 2:
             raise ValueError("value.gain must be a number above 0 and at most 2")
+        places = val.get("places", list(range(len(rx))))
+        if (not isinstance(places, list) or len(places) != len(rx) or not all(type(y) is int and y >= 0 for y in places)
+                or len(set(places)) != len(places)):
+            raise ValueError("value.places must hold one distinct non-negative integer per copy")
         return _checked(d, val)
     rates = val.get("rates")
     if not isinstance(rates, list) or len(rates) != n or not all(

@@ -35,11 +35,12 @@ class Memoizer:
         self._flushed = 0
         self._last_flush = time.perf_counter()
 
-    def session_for(self, topo, cfg, flows=None, episodes=None, recurring: float = 0.0):
+    def session_for(self, topo, cfg, flows=None, episodes=None, recurring: float = 0.0, iteration_of=None):
         """The engine's ``memo`` argument: makes the run's session once the options are resolved.
         ``episodes``: groups of ``flows`` (a replay's iterations) to take whole from the memo
         (``memo/episodes.py``); ``recurring`` (a spread, 0: off): take flows from their earlier copies
-        in the run where those agree within it (``memo/recurring.py``)."""
+        in the run where those agree within it (``memo/recurring.py``); ``iteration_of``: each flow's
+        iteration (a replay's), which places a copy among its class's copies of its iteration."""
 
         def make(plan) -> MemoSession:
             ff = plan.fast_forward
@@ -50,7 +51,7 @@ class Memoizer:
                                        ff.short_samples, shared_prefixes=self.shared_prefixes,
                                        on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole,
                                        recurring=(lambda known: Recurring(flows, plan.sport, known, spot_check=self.spot_check,
-                                                                          tolerance=recurring))
+                                                                          tolerance=recurring, iteration_of=iteration_of))
                                        if recurring else None)
             return self.session
 

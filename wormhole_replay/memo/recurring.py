@@ -29,21 +29,23 @@ slowest of its flows, and a mean would make every step as fast as an average flo
 
 A class is trusted only if its paced copies agree (``agree``: each duration within the spread
 asked, ``AGREE_TOLERANCE`` by default, of the fastest copy's); the others are refuted (simulated
-for the rest of the run).  1% keeps the timers' error within the absolute bounds, and refutes most
-classes where HPCC's shares wander; on a fabric whose full simulation is chaotic (its per-flow
-noise floor, ``audit --noise-floor``, far above 1%) a user may ask for a spread up to that floor
-(``replay --memo-recurring 0.1``): each timer then errs by about what one copy differs from
-another, which is what one 1-ns change does to the full run.  A trusted class is stored in the
-memo (kind ``recurring``), keyed by its class and by the set of classes its run sends (the
-workload, up to timing), so that a later run of the same workload takes every copy from the first
-(where the entry's copies agree within that run's spread); another workload, whose contention may
-differ, never hits it.
+for the rest of the run; at a spread wider than the default, taken by place: a copy in a later
+iteration, or a later run, takes the time of the copy at its place in the iteration, the same op of
+the same rank, once that one was simulated: ``Recurring._place``).  1% keeps the timers' error
+within the absolute bounds, and refutes most classes where HPCC's shares wander; on a fabric whose
+full simulation is chaotic (its per-flow noise floor, ``audit --noise-floor``, far above 1%) a user
+may ask for a spread up to that floor (``replay --memo-recurring 0.1``): each timer then errs by
+about what one copy differs from another, which is what one 1-ns change does to the full run.  A
+trusted class is stored in the memo (kind ``recurring``), keyed by its class and by the set of
+classes its run sends (the workload, up to timing), so that a later run of the same workload takes
+every copy from the first (where the entry's copies agree within that run's spread); another
+workload, whose contention may differ, never hits it.
 
 What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gain are a flow-level
 model, and where a foreign flow is live on a timer's ports the timer is simulated
-(``wormhole/timers.py``).  Foreign here are the copies of classes not learned yet or refuted; the
-flows of classes too small to learn (``small``) are the memo's own packet flows, beside which
-timers run at their share.  The figures are in the README ("Recurring flows"), measured against full
+(``wormhole/timers.py``).  Foreign here are the copies of classes not learned yet or refuted (and
+not yet placed); the flows of classes too small to learn (``small``) are the memo's own packet
+flows, beside which timers run at their share.  The figures are in the README ("Recurring flows"), measured against full
 simulation.
 """
 
@@ -66,6 +68,7 @@ AGREE_TOLERANCE = 0.01  # ... which must agree: the slowest copy's times within 
 SCAN_NS = 50_000  # how often (simulated time) finished copies are read: at most every 50 us
 GROUP = -1  # the timers' group (``FT_MEMO_TIMER``): all recurring classes run beside each other, each at its share
 PACE = "alone-pace"  # in the key: entries whose times are at the alone pace (before 2026-12-03 they were not)
+BY_PLACE = "by-place"  # in the key of a refuted class's entry: its copies' times by their place in an iteration
 GAINS = np.round(np.arange(0.7, 1.3001, 0.01), 2)  # the pace gains tried (``fit_gain``, ``timers.pace``)
 GAIN_CLASSES = 16  # classes sampled before the gain is fitted and any class is taken (fit_gain)
 GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain)
@@ -76,7 +79,7 @@ class Recurring:
     """The flow classes of one run and what was learned of them; driven by ``MemoSession``."""
 
     def __init__(self, flows: FlowSet, sport: np.ndarray, known: dict, trust: int | None = None,
-                 spot_check: int = 0, tolerance: float = AGREE_TOLERANCE):
+                 spot_check: int = 0, tolerance: float = AGREE_TOLERANCE, iteration_of=None):
         network = np.flatnonzero(~flows.is_virtual)
         key = np.stack([flows.src[network], flows.dst[network], np.asarray(sport)[network], flows.dport[network],
                         flows.pg[network], flows.size[network]], axis=1).astype(np.int64)
@@ -86,6 +89,9 @@ class Recurring:
         self.keys = [{"v": [int.from_bytes(hashlib.sha256(canonical_json([workload, c, PACE]).encode()).digest()[:8],
                                            "big") >> 1], "e": []} for c in classes.tolist()]
         self.digests = [hashlib.sha256(canonical_json(k).encode()).hexdigest() for k in self.keys]
+        self.place_keys = [{"v": [int.from_bytes(hashlib.sha256(canonical_json([workload, c, PACE, BY_PLACE]).encode())
+                                                 .digest()[:8], "big") >> 1], "e": []} for c in classes.tolist()]
+        self.place_digests = [hashlib.sha256(canonical_json(k).encode()).hexdigest() for k in self.place_keys]
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
@@ -93,6 +99,13 @@ class Recurring:
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
         self.class_of = np.full(len(flows), -1, dtype=np.int64)
         self.class_of[network] = cls
+        # a copy's place: its ordinal among its class's copies in its iteration, by id (the same op of
+        # the same rank in every iteration, and in every run of the workload)
+        iteration = np.zeros(len(flows), np.int64) if iteration_of is None else np.asarray(iteration_of, np.int64)
+        by = np.lexsort((network, iteration[network], cls))
+        first = np.r_[True, (np.diff(cls[by]) != 0) | (np.diff(iteration[network][by]) != 0)]
+        self.place = np.full(len(flows), -1, dtype=np.int64)
+        self.place[network[by]] = np.arange(len(by)) - np.flatnonzero(first)[np.cumsum(first) - 1]
         recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
@@ -108,7 +121,11 @@ class Recurring:
         self.tolerance = tolerance
         self._on_port = None  # data port -> the network flows whose data leaves it (``spent_beside``)
         self.trusted: set = set()
-        self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run
+        self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run, ...
+        self.by_place = tolerance > AGREE_TOLERANCE  # ... but at a wide spread taken by place (``_place``)
+        self.placed: dict = {}  # refuted class -> {place: (alone_rx_ns, rx_ns, fct_ns)} of a copy at it
+        self.placed_from: dict = {}  # refuted class -> the digest of the entry its places came from
+        self.follow = np.zeros(0, np.int64)  # copies of refuted classes whose times are still to be read
         self.next_scan = 0
         self.taken: list = []  # the copies turned into timers, per class taken
         # spot checks: every class taken keeps its first copy simulated (a copy simulated among
@@ -117,7 +134,8 @@ class Recurring:
         self.spot_check = spot_check
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
         self.counters = {"memo_recurring_classes": int((counts > self.trust).sum()), "memo_recurring_trusted": 0,
-                         "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0}
+                         "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
+                         "memo_recurring_placed": 0}
 
     def start(self, engine, session) -> None:
         """Before the first event: the flows of classes too small to learn (at most ``trust`` copies:
@@ -143,7 +161,15 @@ class Recurring:
                     self.alone[c] = alone
                     self.gains[c] = float(e.value.get("gain", 1.0))  # entries before the gain: equal shares
                     self._take(engine, session, c, e.digest)
-        self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted))]
+                    continue
+            e = self.known.get(self.place_digests[c]) if self.by_place else None
+            if e is not None and e.key == self.place_keys[c]:  # refuted before: its copies by their place
+                self.refuted.add(c)
+                self.gains[c] = float(e.value.get("gain", 1.0))
+                self.placed_from[c] = e.digest
+                v = e.value
+                self._place(engine, session, c, dict(zip(v["places"], zip(v["alone_rx_ns"], v["rx_ns"], v["fct_ns"]))))
+        self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
         self.gain_classes = min(GAIN_CLASSES, len(np.unique(self.class_of[self.watch])))
         if self.gains:  # the classes left pace as the ones taken do: at the gain their run fitted on more classes
             values, counts = np.unique(list(self.gains.values()), return_counts=True)
@@ -152,9 +178,13 @@ class Recurring:
     def step(self, engine, session) -> None:
         """At a stop of the engine: read the copies that finished since the last scan, and turn the
         copies of newly trusted classes that have not started into timers."""
-        if engine.now < self.next_scan or not len(self.watch):
+        if engine.now < self.next_scan or not (len(self.watch) or len(self.follow)):
             return
         self.next_scan = engine.now + SCAN_NS
+        if len(self.follow):
+            self._follow_up(engine, session)
+        if not len(self.watch):
+            return
         start, rx, fin = engine.flow_times(self.watch)
         done = fin >= 0
         if not done.any():
@@ -190,6 +220,9 @@ class Recurring:
             else:
                 self.refuted.add(c)
                 self.counters["memo_recurring_refuted"] += 1
+                if self.by_place:  # its sampled copies' times, each at its place
+                    self._place(engine, session, c, {int(self.place[f]): (a, r, x) for f, (a, _), r, x in
+                                                     zip(self.sampled[c], self.alone[c], rx, fct)})
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
 
@@ -200,15 +233,66 @@ class Recurring:
         gain fitted on the first ``GAIN_CLASSES`` classes sampled (``fit_gain``).  Timers run at that
         pace (``wormhole/timers.py``), so copies that met other flows and copies that ran alone can
         be compared, and taken for each other."""
+        on = self._flows_on(engine, c)
+        start, rx, _ = engine.flow_times(self.sampled[c])
+        return np.array([_spent(engine, on, int(s), int(r)) for s, r in zip(start, rx)])
+
+    def _flows_on(self, engine, c: int) -> list:
+        """Per port class c's data leaves, the network flows whose data leaves it too."""
         if self._on_port is None:  # a class's copies share its 4-tuple's path: one look per class
             classes: dict = {}
             for k, ports in enumerate(engine.links([int(m[0]) for m in self.members])):
                 for p in ports:
                     classes.setdefault(p, []).append(self.members[k])
             self._on_port = {p: np.concatenate(m) for p, m in classes.items()}
-        on = [self._on_port[p] for p in engine.links([int(self.members[c][0])])[0]]
-        start, rx, _ = engine.flow_times(self.sampled[c])
-        return np.array([_spent(engine, on, int(s), int(r)) for s, r in zip(start, rx)])
+        return [self._on_port[p] for p in engine.links([int(self.members[c][0])])[0]]
+
+    def _place(self, engine, session, c: int, times: dict) -> None:
+        """Refuted class c, at a wide spread: ``times`` (place -> (alone_rx_ns, rx_ns, fct_ns)) are
+        the times of its copies at those places, simulated in an earlier iteration or run; its
+        copies at the same place in later iterations, not started yet, become paced timers of them,
+        and the others are followed (``_follow_up``) until their place's time is known.
+
+        A refuted class's copies differ by more than the spread asked: where its ring meets
+        another, and how fast HPCC lets it through, depends on where in the iteration it runs.  The
+        copy at the same place of another iteration (the same op of the same rank) met the same
+        neighbours there, and differs from it by what one iteration differs from the next, which on
+        a chaotic fabric is its noise floor (the spread asked).  Left simulated, its copies are
+        foreign to every timer whose ports they cross, which are then simulated too: on the 128-GPU
+        DDP fat-tree 22% of the copies taken in a 4-iteration replay (README, "Recurring flows").
+        At the default spread (1%) a refuted class stays simulated."""
+        known = self.placed.setdefault(c, {})
+        new = {p: t for p, t in times.items() if p not in known}
+        if not new:
+            return
+        known.update(new)
+        members = self.members[c]
+        waiting = members[np.isin(self.place[members], list(new)) & ~engine.started(members) & ~engine.timers(members)]
+        if len(waiting):  # spot-checked where taken from an entry (all at once, before the first event)
+            at = np.array([new[p] for p in self.place[waiting].tolist()], dtype=np.int64)
+            times = np.stack([at[:, 0], at[:, 0] + at[:, 2] - at[:, 1]], axis=1)
+            entry = self.placed_from.get(c)
+            self.counters["memo_recurring_placed"] += self._make_timers(engine, session, c, waiting, times, entry,
+                                                                        check=entry is not None)
+        rest = members[(engine.flow_times(members)[2] < 0) & ~engine.timers(members)]
+        self.follow = np.union1d(self.follow[~np.isin(self.follow, members)], rest)
+
+    def _follow_up(self, engine, session) -> None:
+        """Copies of refuted classes that finished since the last scan: each its place's time, at
+        its alone pace (``spent_beside``), where that place has none yet."""
+        start, rx, fin = engine.flow_times(self.follow)
+        done = fin >= 0
+        if not done.any():
+            return
+        got: dict = {}
+        for f, s, r, e in zip(self.follow[done].tolist(), start[done].tolist(), rx[done].tolist(), fin[done].tolist()):
+            c, p = int(self.class_of[f]), int(self.place[f])
+            if p not in self.placed[c] and p not in got.get(c, {}):
+                alone = _alone(_spent(engine, self._flows_on(engine, c), s, r)[None], self.gains[c])[0]
+                got.setdefault(c, {})[p] = (int(alone), r - s, e - s)
+        self.follow = self.follow[~done]
+        for c, times in got.items():
+            self._place(engine, session, c, times)
 
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
@@ -221,22 +305,37 @@ class Recurring:
             return
         alone = np.asarray(self.alone[c], dtype=np.int64)  # (alone pace to the last byte received, then its last ACK)
         times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)[np.arange(len(waiting)) % len(alone)]
-        if self.spot_check and len(waiting) > 1:  # its first copy simulated, beside the others' first
+        self._make_timers(engine, session, c, waiting, times, digest)
+
+    def _make_timers(self, engine, session, c: int, waiting, times, entry: str | None, check: bool = True) -> int:
+        """Copies ``waiting`` of class c become paced timers of ``times`` (per copy: its alone pace
+        to its last byte received, and to its last ACK); ``entry`` names the memo entry they come
+        from (None: learned in this run).  With spot checks (``check``) the first stays simulated,
+        beside the others' first, to be compared with its time.  How many became timers."""
+        if check and self.spot_check and len(waiting) > 1:
             if len(self.checking) < self.spot_check:
-                self.checking.append((int(waiting[0]), self.digests[c], int(times[0, 0])))
+                self.checking.append((int(waiting[0]), entry or self.digests[c], int(times[0, 0])))
             engine.mark_memo_flows(waiting[:1], group=GROUP)
             waiting, times = waiting[1:], times[1:]
         engine.make_timers(waiting, times[:, 0], times[:, 1], group=GROUP, gain=self.gains[c])  # paced
         self.taken.append(waiting)
         self.counters["memo_recurring_taken"] += len(waiting)
-        if digest is not None:  # a lookup that hit, for the per-iteration counts
+        if entry is not None:  # a lookup that hit, for the per-iteration counts
             session.looked_flows.append(int(waiting[0]))
-            session.note_whole_hit(digest, int(waiting[0]), int(times[:, 0].sum()), int(self.sizes[waiting].sum()))
+            session.note_whole_hit(entry, int(waiting[0]), int(times[:, 0].sum()), int(self.sizes[waiting].sum()))
+        return len(waiting)
 
     def finish(self, engine, session) -> None:
         """At the end of the run: how many copies were simulated after all (a flow they were not
         learned with crossed their ports), and the spot checks."""
         self.counters["memo_recurring_gain"] = self.gain
+        for c, known in self.placed.items():  # refuted classes' copies by place, for the next run
+            if c not in self.placed_from and known:
+                places = sorted(known)
+                alone, rx, fct = (list(x) for x in zip(*(known[p] for p in places)))
+                session.learn_recurring(self.place_keys[c], self.place_digests[c],
+                                        {"places": places, "alone_rx_ns": alone, "rx_ns": rx, "fct_ns": fct,
+                                         "gain": self.gains[c]})
         if self.taken:
             taken = np.concatenate(self.taken)
             self.counters["memo_recurring_met_live"] = int((~engine.timers(taken)).sum())
