@@ -19,8 +19,8 @@ from .entry import canonical_json
 from .fcg import SCHEME
 
 _NOT_DYNAMICS = {"topology_file", "flow_file", "trace_file", "trace_output_file", "fct_output_file",
-                 "pfc_output_file", "qlen_mon_file", "qlen_mon_start", "qlen_mon_end", "enable_trace", "simulator_stop_time", "rng_seed",
-                 "ecn_rng", "ns3_rng_first_stream", "ns3_rng_run"}
+                 "pfc_output_file", "qlen_mon_file", "qlen_mon_start", "qlen_mon_end", "enable_trace",
+                 "simulator_stop_time", "rng_seed", "ecn_rng", "ns3_rng_first_stream", "ns3_rng_run"}
 
 
 def _plain(x):
