@@ -86,12 +86,10 @@ class Recurring:
         classes, cls, counts = np.unique(key.reshape(-1, 6), axis=0, return_inverse=True, return_counts=True)
         cls = cls.reshape(-1)
         workload = _workload(flows, classes)
-        self.keys = [{"v": [int.from_bytes(hashlib.sha256(canonical_json([workload, c, PACE]).encode()).digest()[:8],
-                                           "big") >> 1], "e": []} for c in classes.tolist()]
-        self.digests = [hashlib.sha256(canonical_json(k).encode()).hexdigest() for k in self.keys]
-        self.place_keys = [{"v": [int.from_bytes(hashlib.sha256(canonical_json([workload, c, PACE, BY_PLACE]).encode())
-                                                 .digest()[:8], "big") >> 1], "e": []} for c in classes.tolist()]
-        self.place_digests = [hashlib.sha256(canonical_json(k).encode()).hexdigest() for k in self.place_keys]
+        self.keys = [_key([workload, c, PACE]) for c in classes.tolist()]
+        self.digests = [_digest(k) for k in self.keys]
+        self.place_keys = [_key([workload, c, PACE, BY_PLACE]) for c in classes.tolist()]
+        self.place_digests = [_digest(k) for k in self.place_keys]
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
@@ -357,6 +355,15 @@ def _samples(counts: np.ndarray, tolerance: float) -> np.ndarray:
     if tolerance <= AGREE_TOLERANCE:
         return np.full(len(counts), TRUST_SAMPLES)
     return np.clip(counts // WIDE_SHARE, TRUST_SAMPLES, TRUST_SAMPLES_WIDE)
+
+
+def _key(what: list) -> dict:
+    """A class's entry key: one vertex, weighted by a digest of ``what`` (workload, class, tags)."""
+    return {"v": [int.from_bytes(hashlib.sha256(canonical_json(what).encode()).digest()[:8], "big") >> 1], "e": []}
+
+
+def _digest(key: dict) -> str:
+    return hashlib.sha256(canonical_json(key).encode()).hexdigest()
 
 
 def _workload(flows: FlowSet, classes: np.ndarray) -> str:
