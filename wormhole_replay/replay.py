@@ -148,15 +148,14 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
         # an iteration numbers its ops in the order of its model's, rank by rank), then id
         by = info.assign(flow=np.arange(len(info))).sort_values(["iteration", "job", "rank", "op_id", "flow"])
         run.memo_episodes = [g["flow"].to_numpy() for _, g in by.groupby(["iteration", "job"], sort=False)]
+    flows_of_key = np.bincount(flow_key, minlength=len(keys))
     t0 = time.perf_counter()
 
     def each_slice(state):  # wall-clock time at which each iteration's last flow was done
         from .engine import layout as L
 
-        finished = state.flows.table[:, L.FT_STATE] == 2
-        for i in np.flatnonzero(np.isnan(done_wall)):
-            if finished[flow_key == i].all():
-                done_wall[i] = time.perf_counter() - t0
+        finished = np.bincount(flow_key[state.flows.table[:, L.FT_STATE] == 2], minlength=len(keys))
+        done_wall[np.isnan(done_wall) & (finished == flows_of_key)] = time.perf_counter() - t0
         if on_slice is not None:
             on_slice(state)
 

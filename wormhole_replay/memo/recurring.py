@@ -259,10 +259,9 @@ class Recurring:
         foreign to every timer whose ports they cross, which are then simulated too: on the 128-GPU
         DDP fat-tree 22% of the copies taken in a 4-iteration replay (README, "Recurring flows").
         At the default spread (1%) a refuted class stays simulated."""
+        first = c not in self.placed
         known = self.placed.setdefault(c, {})
         new = {p: t for p, t in times.items() if p not in known}
-        if not new:
-            return
         known.update(new)
         members = self.members[c]
         waiting = members[np.isin(self.place[members], list(new)) & ~engine.started(members) & ~engine.timers(members)]
@@ -272,8 +271,9 @@ class Recurring:
             entry = self.placed_from.get(c)
             self.counters["memo_recurring_placed"] += self._make_timers(engine, session, c, waiting, times, entry,
                                                                         check=entry is not None)
-        rest = members[(engine.flow_times(members)[2] < 0) & ~engine.timers(members)]
-        self.follow = np.union1d(self.follow[~np.isin(self.follow, members)], rest)
+        if first:  # its other copies are followed until they finish (``_follow_up``)
+            self.follow = np.concatenate([self.follow, members[(engine.flow_times(members)[2] < 0)
+                                                               & ~engine.timers(members)]])
 
     def _follow_up(self, engine, session) -> None:
         """Copies of refuted classes that finished since the last scan: each its place's time, at
@@ -291,6 +291,8 @@ class Recurring:
         self.follow = self.follow[~done]
         for c, times in got.items():
             self._place(engine, session, c, times)
+        if got:  # the copies just made timers are not followed (one pass: a pass per class cost a third
+            self.follow = self.follow[~engine.timers(self.follow)]  # of a DCQCN run's wall time)
 
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
