@@ -257,6 +257,10 @@ class EngineView:
         """Which of ``flows`` have started."""
         return self._e.flows.table[np.asarray(flows, np.int64), L.FT_STATE] != 0
 
+    def finished(self, flows) -> np.ndarray:
+        """Which of ``flows`` have their last ACK (one column read: a scan of many flows)."""
+        return self._e.flows.table[np.asarray(flows, np.int64), L.FT_FINISH] >= 0
+
     def acknowledged(self, f: int) -> bool:
         """Flow f has its last ACK (its sender is done)."""
         return bool(self._e.flows.table[f, L.FT_FINISH] >= 0)

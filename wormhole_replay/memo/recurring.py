@@ -183,12 +183,12 @@ class Recurring:
             self._follow_up(engine, session)
         if not len(self.watch):
             return
-        start, rx, fin = engine.flow_times(self.watch)
-        done = fin >= 0
+        done = engine.finished(self.watch)
         if not done.any():
             return
+        start, rx, fin = engine.flow_times(self.watch[done])
         newly = []
-        for f, s, r, e in zip(self.watch[done].tolist(), start[done].tolist(), rx[done].tolist(), fin[done].tolist()):
+        for f, s, r, e in zip(self.watch[done].tolist(), start.tolist(), rx.tolist(), fin.tolist()):
             c = int(self.class_of[f])
             got = self.samples.setdefault(c, [])
             if len(got) < self.trust[c]:  # the first copies to finish; later ones in this scan are not read
@@ -278,12 +278,12 @@ class Recurring:
     def _follow_up(self, engine, session) -> None:
         """Copies of refuted classes that finished since the last scan: each its place's time, at
         its alone pace (``spent_beside``), where that place has none yet."""
-        start, rx, fin = engine.flow_times(self.follow)
-        done = fin >= 0
+        done = engine.finished(self.follow)
         if not done.any():
             return
+        start, rx, fin = engine.flow_times(self.follow[done])
         got: dict = {}
-        for f, s, r, e in zip(self.follow[done].tolist(), start[done].tolist(), rx[done].tolist(), fin[done].tolist()):
+        for f, s, r, e in zip(self.follow[done].tolist(), start.tolist(), rx.tolist(), fin.tolist()):
             c, p = int(self.class_of[f]), int(self.place[f])
             if p not in self.placed[c] and p not in got.get(c, {}):
                 alone = _alone(_spent(engine, self._flows_on(engine, c), s, r)[None], self.gains[c])[0]
