@@ -139,6 +139,21 @@ def test_colliding_rings_taken_at_a_chaotic_fabrics_spread_stay_at_its_noise_flo
     assert placed <= set(checked.spot_checks["digest"])
 
 
+def test_a_single_iterations_refuted_classes_are_stored_by_place_at_its_end(tmp_path):
+    """With one iteration no place can be taken in the run: the refuted classes' copies are read
+    once, at its end (``Recurring.finish``), not at every scan, and every place is stored; a
+    second run takes them all."""
+    trace, db = _trace(), tmp_path / "a.sqlite"
+    res = replay(trace, FABRIC, "hpcc", iterations=1, memo_db=db, memo_recurring=0.3)
+    refuted = res.counters["wormhole"]["memo_recurring_refuted"]
+    assert refuted > 0 and res.counters["wormhole"]["memo_recurring_placed"] == 0  # measured 4 refuted
+    with MemoStore.open(str(db)) as store:
+        places = [e.value["places"] for e, _ in store.entries_with_hits() if "places" in e.value]
+    assert len(places) == refuted and all(p == list(range(14)) for p in places)  # 14 copies per class
+    warm = replay(trace, FABRIC, "hpcc", iterations=1, memo_db=db, memo_recurring=0.3)
+    assert warm.counters["wormhole"]["memo_recurring_placed"] == 14 * refuted
+
+
 def test_copies_agree_within_one_percent_of_the_fastest():
     assert agree([(1000, 1010), (1005, 1015), (1009, 1019)])
     assert not agree([(1000, 1010), (1011, 1012)])  # received 1.1% later

@@ -104,6 +104,8 @@ class Recurring:
         first = np.r_[True, (np.diff(cls[by]) != 0) | (np.diff(iteration[network][by]) != 0)]
         self.place = np.full(len(flows), -1, dtype=np.int64)
         self.place[network[by]] = np.arange(len(by)) - np.flatnonzero(first)[np.cumsum(first) - 1]
+        # a place learned in this run is taken in a later iteration of it, if it has one (else only stored)
+        self.later_iterations = len(np.unique(iteration[network])) > 1
         recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
@@ -179,8 +181,12 @@ class Recurring:
         if engine.now < self.next_scan or not (len(self.watch) or len(self.follow)):
             return
         self.next_scan = engine.now + SCAN_NS
-        if len(self.follow):
-            self._follow_up(engine, session)
+        if len(self.follow) and self.later_iterations:  # else read once, at the end (``finish``)
+            got = self._finished_places(engine)
+            for c, times in got.items():
+                self._place(engine, session, c, times)
+            if got:
+                self.follow = self.follow[~engine.timers(self.follow)]  # those just made timers
         if not len(self.watch):
             return
         done = engine.finished(self.watch)
@@ -249,7 +255,7 @@ class Recurring:
         """Refuted class c, at a wide spread: ``times`` (place -> (alone_rx_ns, rx_ns, fct_ns)) are
         the times of its copies at those places, simulated in an earlier iteration or run; its
         copies at the same place in later iterations, not started yet, become paced timers of them,
-        and the others are followed (``_follow_up``) until their place's time is known.
+        and the others are followed (``_finished_places``) until their place's time is known.
 
         A refuted class's copies differ by more than the spread asked: where its ring meets
         another, and how fast HPCC lets it through, depends on where in the iteration it runs.  The
@@ -271,28 +277,27 @@ class Recurring:
             entry = self.placed_from.get(c)
             self.counters["memo_recurring_placed"] += self._make_timers(engine, session, c, waiting, times, entry,
                                                                         check=entry is not None)
-        if first:  # its other copies are followed until they finish (``_follow_up``)
+        if first:  # its other copies are followed until they finish (``_finished_places``)
             self.follow = np.concatenate([self.follow, members[(engine.flow_times(members)[2] < 0)
                                                                & ~engine.timers(members)]])
 
-    def _follow_up(self, engine, session) -> None:
-        """Copies of refuted classes that finished since the last scan: each its place's time, at
-        its alone pace (``spent_beside``), where that place has none yet."""
+    def _finished_places(self, engine) -> dict:
+        """Copies of refuted classes that finished since the last look, no longer followed: their
+        places' times (class -> {place: (alone_rx_ns, rx_ns, fct_ns)}), at their alone pace
+        (``spent_beside``), where the place has none yet.  (The followed copies are dropped in one
+        pass per look: a set union per class took a third of a DCQCN run's wall time.)"""
         done = engine.finished(self.follow)
-        if not done.any():
-            return
-        start, rx, fin = engine.flow_times(self.follow[done])
         got: dict = {}
+        if not done.any():
+            return got
+        start, rx, fin = engine.flow_times(self.follow[done])
         for f, s, r, e in zip(self.follow[done].tolist(), start.tolist(), rx.tolist(), fin.tolist()):
             c, p = int(self.class_of[f]), int(self.place[f])
             if p not in self.placed[c] and p not in got.get(c, {}):
                 alone = _alone(_spent(engine, self._flows_on(engine, c), s, r)[None], self.gains[c])[0]
                 got.setdefault(c, {})[p] = (int(alone), r - s, e - s)
         self.follow = self.follow[~done]
-        for c, times in got.items():
-            self._place(engine, session, c, times)
-        if got:  # the copies just made timers are not followed (one pass: a pass per class cost a third
-            self.follow = self.follow[~engine.timers(self.follow)]  # of a DCQCN run's wall time)
+        return got
 
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
@@ -329,6 +334,8 @@ class Recurring:
         """At the end of the run: how many copies were simulated after all (a flow they were not
         learned with crossed their ports), and the spot checks."""
         self.counters["memo_recurring_gain"] = self.gain
+        for c, times in self._finished_places(engine).items():  # the last (or, in one iteration, all)
+            self.placed[c].update(times)
         for c, known in self.placed.items():  # refuted classes' copies by place, for the next run
             if c not in self.placed_from and known:
                 places = sorted(known)
