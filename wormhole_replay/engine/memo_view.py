@@ -263,7 +263,7 @@ class EngineView:
 
     def acknowledged(self, f: int) -> bool:
         """Flow f has its last ACK (its sender is done)."""
-        return bool(self._e.flows.table[f, L.FT_FINISH] >= 0)
+        return bool(self.finished([f])[0])
 
     def flow_times(self, flows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start, last byte received and last ACK of ``flows`` (-1 where not yet)."""

@@ -278,14 +278,14 @@ class Recurring:
             self.counters["memo_recurring_placed"] += self._make_timers(engine, session, c, waiting, times, entry,
                                                                         check=entry is not None)
         if first:  # its other copies are followed until they finish (``_finished_places``)
-            self.follow = np.concatenate([self.follow, members[(engine.flow_times(members)[2] < 0)
-                                                               & ~engine.timers(members)]])
+            self.follow = np.concatenate([self.follow, members[~engine.finished(members) & ~engine.timers(members)]])
 
     def _finished_places(self, engine) -> dict:
         """Copies of refuted classes that finished since the last look, no longer followed: their
         places' times (class -> {place: (alone_rx_ns, rx_ns, fct_ns)}), at their alone pace
-        (``spent_beside``), where the place has none yet.  (The followed copies are dropped in one
-        pass per look: a set union per class took a third of a DCQCN run's wall time.)"""
+        (``spent_beside``), where the place has none yet.  (Followed copies are added once per class
+        and dropped in one pass per look: a set union per class took a third of a DCQCN run's wall
+        time.)"""
         done = engine.finished(self.follow)
         got: dict = {}
         if not done.any():
