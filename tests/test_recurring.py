@@ -91,6 +91,19 @@ def test_colliding_rings_disagree_and_are_simulated(tmp_path):
     assert _network(res)["fct_ns"].tolist() == _network(plain)["fct_ns"].tolist()
 
 
+def _as_placed(res) -> int:
+    """Copies of the second iteration taken as timers whose time to their last byte received is
+    exactly that of the first iteration's copy at their place (``Recurring._place``)."""
+    f = _network(res).sort_values("flow_id")
+    f = f.assign(rx=f["received_ns"] - f["start_ns"], cls=f.groupby(["src", "dst", "sport", "dport", "pg",
+                                                                     "size_bytes"]).ngroup())
+    f["place"] = f.groupby(["cls", "iteration"]).cumcount()
+    first = f[f["iteration"] == 0].set_index(["cls", "place"])["rx"]
+    second = f[f["iteration"] == 1].set_index(["cls", "place"])
+    same = (second["rx"] == first.reindex(second.index)) & (second["fast_forwarded_bytes"] == second["size_bytes"])
+    return int(same.sum())
+
+
 def test_colliding_rings_taken_at_a_chaotic_fabrics_spread_stay_at_its_noise_floor(tmp_path):
     """Asked to trust copies that agree within 30% (``memo_recurring=0.3``: this shape's full run
     moves per flow by 3.7% mean for a 1-ns change of one op), most classes are trusted, and their
@@ -115,6 +128,7 @@ def test_colliding_rings_taken_at_a_chaotic_fabrics_spread_stay_at_its_noise_flo
     assert w["memo_recurring_trusted"] >= 0.75 * w["memo_recurring_classes"]  # measured 28 of 32
     refuted = w["memo_recurring_refuted"]  # measured 4: their 14 copies of the second iteration taken by place
     assert refuted > 0 and w["memo_recurring_placed"] == 14 * refuted
+    assert _as_placed(res) >= w["memo_recurring_placed"]  # each at its place's time as simulated (16 when paced)
     timers = w["memo_recurring_taken"] - w["memo_recurring_met_live"]
     assert timers > 0.4 * len(_network(res))  # measured 498 of 896 (the first 8 copies of each class simulated)
     assert res.counters["events"] < 0.5 * full.counters["events"]  # measured 45%
@@ -123,8 +137,10 @@ def test_colliding_rings_taken_at_a_chaotic_fabrics_spread_stay_at_its_noise_flo
     assert abs(mean_fct) < 0.01 and iteration < max(0.01, floor_iteration), (mean_fct, iteration)
     assert mean < 1.25 * max(0.01, floor_mean), (mean, floor_mean)
     with MemoStore.open(str(tmp_path / "a.sqlite")) as store:  # the refuted classes' entries hold their places
-        placed = {e.digest for e, _ in store.entries_with_hits() if "places" in e.value}
+        placed = {e.digest for e, _ in store.entries_with_hits() if "alone_rx_ns" in e.value and "places" in e.value}
+        simulated = [e for e, _ in store.entries_with_hits() if "places" in e.value and e.digest not in placed]
     assert len(placed) == refuted
+    assert len(simulated) == w["memo_recurring_trusted"]  # the trusted classes' copies simulated, by place
     warm = replay(trace, FABRIC, "hpcc", iterations=2, memo_db=tmp_path / "a.sqlite", memo_recurring=0.3)
     w = warm.counters["wormhole"]
     assert w["memo_recurring_placed"] == 2 * 14 * refuted and w["memo_recurring_refuted"] == 0
@@ -148,7 +164,7 @@ def test_a_single_iterations_refuted_classes_are_stored_by_place_at_its_end(tmp_
     refuted = res.counters["wormhole"]["memo_recurring_refuted"]
     assert refuted > 0 and res.counters["wormhole"]["memo_recurring_placed"] == 0  # measured 4 refuted
     with MemoStore.open(str(db)) as store:
-        places = [e.value["places"] for e, _ in store.entries_with_hits() if "places" in e.value]
+        places = [e.value["places"] for e, _ in store.entries_with_hits() if "alone_rx_ns" in e.value and "places" in e.value]
     assert len(places) == refuted and all(p == list(range(14)) for p in places)  # 14 copies per class
     warm = replay(trace, FABRIC, "hpcc", iterations=1, memo_db=db, memo_recurring=0.3)
     assert warm.counters["wormhole"]["memo_recurring_placed"] == 14 * refuted

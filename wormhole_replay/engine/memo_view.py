@@ -308,6 +308,20 @@ class EngineView:
         e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * hops).sum())  # as a jump counts them
         self._acked_after.append((at, np.asarray(fct_ns, np.int64) - np.asarray(rx_ns, np.int64)))
 
+    def retime_timers(self, flows, rx_ns, fct_ns, gain: float) -> None:
+        """Timers ``flows``, none started, take new times (as ``make_timers``) at pace ``gain``."""
+        e = self._e
+        ft = e.flows.table
+        at = np.asarray(flows, np.int64)
+        assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] >= 0).all()
+        ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
+        e.flows.rates[at, L.FF_PACE_GAIN] = gain
+        self._acked_after.append((at, np.asarray(fct_ns, np.int64) - np.asarray(rx_ns, np.int64)))  # settled last
+
+    def forwarded(self, flows) -> np.ndarray:
+        """Bytes of ``flows`` not simulated packet by packet (a timer's, a jump's, a thawed timer's)."""
+        return self._e.flows.table[np.asarray(flows, np.int64), L.FT_SKIPPED].copy()
+
     def settle_timers(self) -> None:
         """At the end of the run: each timer flow's last ACK its ACK tail (``fct_ns - rx_ns``) after
         its last byte received (not for one that met a live flow when it was due, and was simulated:
