@@ -31,7 +31,9 @@ A class is trusted only if its paced copies agree (``agree``: each duration with
 asked, ``AGREE_TOLERANCE`` by default, of the fastest copy's); the others are refuted (simulated
 for the rest of the run; at a spread wider than the default, taken by place: a copy in a later
 iteration, or a later run, takes the time of the copy at its place in the iteration, the same op of
-the same rank, once that one was simulated: ``Recurring._place``).  1% keeps the timers' error
+the same rank, once that one was simulated, as simulated, at no pace: ``Recurring._place``; and
+so, in a trusted class, do the copies at the place of one simulated after all, beside a foreign
+flow: ``Recurring._simulated_places``).  1% keeps the timers' error
 within the absolute bounds, and refutes most classes where HPCC's shares wander; on a fabric whose
 full simulation is chaotic (its per-flow noise floor, ``audit --noise-floor``, far above 1%) a user
 may ask for a spread up to that floor (``replay --memo-recurring 0.1``): each timer then errs by
@@ -276,8 +278,11 @@ class Recurring:
     def _place(self, engine, session, c: int, times: dict) -> None:
         """Refuted class c, at a wide spread: ``times`` (place -> (alone_rx_ns, rx_ns, fct_ns)) are
         the times of its copies at those places, simulated in an earlier iteration or run; its
-        copies at the same place in later iterations, not started yet, become paced timers of them,
-        and the others are followed (``_finished_places``) until their place's time is known.
+        copies at the same place in later iterations, not started yet, become timers of them, each
+        its place's time as simulated, at no pace (``AS_SIMULATED``: a refuted class is one whose
+        times its alone pace does not explain; paced, the placed copies of the 128-GPU DDP
+        fat-tree's 4-iteration replay took half the time the full run gave them), and the others
+        are followed (``_finished_places``) until their place's time is known.
 
         A refuted class's copies differ by more than the spread asked: where its ring meets
         another, and how fast HPCC lets it through, depends on where in the iteration it runs.  The
