@@ -179,8 +179,9 @@ class Recurring:
                     self._take(engine, session, c, e.digest)
                     p = self.known.get(self.simulated_digests[c]) if self.by_place else None
                     if p is not None and p.key == self.simulated_keys[c]:  # its copies simulated then, by place
-                        self._retime(engine, self.members[c], dict(zip(p.value["places"],
-                                                                        zip(p.value["rx_ns"], p.value["fct_ns"]))))
+                        at = dict(zip(p.value["places"], zip(p.value["rx_ns"], p.value["fct_ns"])))
+                        m = self.members[c][np.isin(self.place[self.members[c]], list(at))]
+                        self._retime(engine, m, np.array([at[q] for q in self.place[m].tolist()], np.int64).reshape(-1, 2))
                     continue
             e = self.known.get(self.place_digests[c]) if self.by_place else None
             if e is not None and e.key == self.place_keys[c]:  # refuted before: its copies by their place
@@ -339,35 +340,24 @@ class Recurring:
         done = engine.finished(self.simulated)
         if not done.any():
             return
-        flows = self.simulated[done]
+        flows = _from_start(engine, self.simulated[done])
         self.simulated = self.simulated[~done]
-        flows = flows[~engine.timers(flows) & (engine.forwarded(flows) == 0)]
-        if not len(flows):
-            return
         start, rx, fin = engine.flow_times(flows)
-        later, times = [], []
+        times = np.stack([rx - start, fin - start], axis=1)
         nxt = self.next_at_place[flows]
-        while len(flows):
+        while (nxt >= 0).any():  # iteration by iteration, the copies at the same places
             ok = nxt >= 0
-            flows, nxt, start, rx, fin = flows[ok], nxt[ok], start[ok], rx[ok], fin[ok]
-            take = engine.timers(nxt) & ~engine.started(nxt)
-            later.append(nxt[take])
-            times.append(np.stack([rx[take] - start[take], fin[take] - start[take]], axis=1))
+            nxt, times = nxt[ok], times[ok]
+            self._retime(engine, nxt, times)
             nxt = self.next_at_place[nxt]
-        later = np.concatenate(later)
-        if len(later):
-            times = np.concatenate(times)
-            engine.retime_timers(later, times[:, 0], times[:, 1], gain=AS_SIMULATED)
-            self.counters["memo_recurring_retimed"] += len(later)
 
-    def _retime(self, engine, copies, times: dict) -> None:
-        """``copies`` of a trusted class still timers and not started, at a place in ``times``
-        (place -> (rx_ns, fct_ns)), take that place's time as simulated, at no pace."""
-        copies = copies[engine.timers(copies) & ~engine.started(copies) & np.isin(self.place[copies], list(times))]
-        if len(copies):
-            at = np.array([times[p] for p in self.place[copies].tolist()], dtype=np.int64).reshape(-1, 2)
-            engine.retime_timers(copies, at[:, 0], at[:, 1], gain=AS_SIMULATED)
-            self.counters["memo_recurring_retimed"] += len(copies)
+    def _retime(self, engine, copies, times) -> None:
+        """Those of ``copies`` (of trusted classes) still timers and not started take ``times``
+        (per copy: rx_ns, fct_ns), their places' times as simulated, at no pace."""
+        take = engine.timers(copies) & ~engine.started(copies)
+        if take.any():
+            engine.retime_timers(copies[take], times[take, 0], times[take, 1], gain=AS_SIMULATED)
+            self.counters["memo_recurring_retimed"] += int(take.sum())
 
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
@@ -419,7 +409,7 @@ class Recurring:
                                          "gain": self.gains[c]})
         for c in sorted(self.trusted & set(self.sampled)) if self.by_place else []:  # learned here: ...
             m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
-            m = m[engine.finished(m) & ~engine.timers(m) & (engine.forwarded(m) == 0)]
+            m = _from_start(engine, m[engine.finished(m)])
             m = m[np.lexsort((self.iteration[m], self.place[m]))]
             places, first = np.unique(self.place[m], return_index=True)
             if len(places):
@@ -437,6 +427,12 @@ class Recurring:
                                    "expected_ns": expected, "actual_ns": actual if actual > 0 else None,
                                    "error": abs(expected - actual) / actual if actual > 0 else float("nan"),
                                    "interrupted": actual <= 0})
+
+
+def _from_start(engine, finished: np.ndarray) -> np.ndarray:
+    """Those of ``finished`` copies simulated from their start: not timers, and no byte of them
+    forwarded (a timer made a packet flow part of the way restarted from line rate)."""
+    return finished[~engine.timers(finished) & (engine.forwarded(finished) == 0)]
 
 
 def _samples(counts: np.ndarray, tolerance: float) -> np.ndarray:
