@@ -137,7 +137,7 @@ def test_colliding_rings_taken_at_a_chaotic_fabrics_spread_stay_at_its_noise_flo
     assert abs(mean_fct) < 0.01 and iteration < max(0.01, floor_iteration), (mean_fct, iteration)
     assert mean < 1.25 * max(0.01, floor_mean), (mean, floor_mean)
     with MemoStore.open(str(tmp_path / "a.sqlite")) as store:  # the refuted classes' entries hold their places
-        placed = {e.digest for e, _ in store.entries_with_hits() if "alone_rx_ns" in e.value and "places" in e.value}
+        placed = {e.digest for e, _ in store.entries_with_hits() if e.value.get("refuted")}
         simulated = [e for e, _ in store.entries_with_hits() if "places" in e.value and e.digest not in placed]
     assert len(placed) == refuted
     assert len(simulated) == w["memo_recurring_trusted"]  # the trusted classes' copies simulated, by place
@@ -164,7 +164,7 @@ def test_a_single_iterations_refuted_classes_are_stored_by_place_at_its_end(tmp_
     refuted = res.counters["wormhole"]["memo_recurring_refuted"]
     assert refuted > 0 and res.counters["wormhole"]["memo_recurring_placed"] == 0  # measured 4 refuted
     with MemoStore.open(str(db)) as store:
-        places = [e.value["places"] for e, _ in store.entries_with_hits() if "alone_rx_ns" in e.value and "places" in e.value]
+        places = [e.value["places"] for e, _ in store.entries_with_hits() if e.value.get("refuted")]
     assert len(places) == refuted and all(p == list(range(14)) for p in places)  # 14 copies per class
     warm = replay(trace, FABRIC, "hpcc", iterations=1, memo_db=db, memo_recurring=0.3)
     assert warm.counters["wormhole"]["memo_recurring_placed"] == 14 * refuted
@@ -278,11 +278,12 @@ def test_a_recurring_entry_is_validated():
     assert validate({**ok, "value": {**ok["value"], "alone_rx_ns": [5, 11]}}).value["alone_rx_ns"] == [5, 11]
     assert validate({**ok, "value": {**ok["value"], "gain": 1.12}}).value["gain"] == 1.12
     assert validate({**ok, "value": {**ok["value"], "places": [3, 0]}}).value["places"] == [3, 0]  # a refuted class's
+    assert validate({**ok, "value": {**ok["value"], "places": [0, 1], "refuted": True}}).value["refuted"] is True
     for value in ({"rx_ns": [10], "fct_ns": [12, 13]}, {"rx_ns": [0], "fct_ns": [1]}, {"rx_ns": [], "fct_ns": []},
                   {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [0]}, {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [5, 6]},
                   {"rx_ns": [10], "fct_ns": [12], "gain": 0}, {"rx_ns": [10], "fct_ns": [12], "gain": "1.1"},
                   {"rx_ns": [10, 11], "fct_ns": [12, 13], "places": [1, 1]}, {"rx_ns": [10], "fct_ns": [12], "places": [-1]},
-                  {"rx_ns": [10], "fct_ns": [12], "places": [0, 1]}):
+                  {"rx_ns": [10], "fct_ns": [12], "places": [0, 1]}, {"rx_ns": [10], "fct_ns": [12], "refuted": 1}):
         with pytest.raises(ValueError):
             validate({**ok, "value": value, "digest": MemoEntry("recurring", "fp", "s", "h", key, value).digest})
     two = {"v": [1, 2], "e": []}

@@ -35,8 +35,11 @@ fingerprint (``memo/fingerprint.py``):
   before 2026-12-03 have no ``alone_rx_ns`` and a key no run makes any more), and ``"gain"``, the
   pace gain those alone times are at (``recurring.fit_gain``, above 0 and at most 2; 1 where absent,
   as in entries made before 2026-12-04).  A refuted class's entry (its key's digest also holds
-  ``by-place``) has ``"places"``: each copy's ordinal among its class's copies of its iteration
-  (``recurring.Recurring._place``; distinct, non-negative).
+  ``by-place``) and a trusted class's copies simulated from their start (``simulated-by-place``)
+  have ``"places"``: each copy's ordinal among its class's copies of its iteration
+  (``recurring.Recurring._place``; distinct, non-negative); their times are as simulated, and the
+  refuted class's entry is marked ``"refuted": true`` (since 2026-12-05; before, it held
+  ``alone_rx_ns``, which no run reads any more).
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -125,6 +128,8 @@ def validate(d: dict) -> MemoEntry:
         gain = val.get("gain", 1.0)
         if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 < gain <= 2:
             raise ValueError("value.gain must be a number above 0 and at most 2")
+        if not isinstance(val.get("refuted", False), bool):
+            raise ValueError("value.refuted must be true or false")
         places = val.get("places", list(range(len(rx))))
         if (not isinstance(places, list) or len(places) != len(rx) or not all(type(y) is int and y >= 0 for y in places)
                 or len(set(places)) != len(places)):

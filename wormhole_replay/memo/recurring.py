@@ -139,7 +139,7 @@ class Recurring:
         self.trusted: set = set()
         self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run, ...
         self.by_place = tolerance > AGREE_TOLERANCE  # ... but at a wide spread taken by place (``_place``)
-        self.placed: dict = {}  # refuted class -> {place: (alone_rx_ns, rx_ns, fct_ns)} of a copy at it
+        self.placed: dict = {}  # refuted class -> {place: (rx_ns, fct_ns)} of a copy at it, as simulated
         self.placed_from: dict = {}  # refuted class -> the digest of the entry its places came from
         self.follow = np.zeros(0, np.int64)  # copies of refuted classes whose times are still to be read
         self.next_scan = 0
@@ -189,8 +189,7 @@ class Recurring:
                 self.gains[c] = float(e.value.get("gain", 1.0))
                 self.placed_from[c] = e.digest
                 v = e.value
-                self._place(engine, session, c, dict(zip(v["places"], zip(v.get("alone_rx_ns", v["rx_ns"]), v["rx_ns"],
-                                                                          v["fct_ns"]))))
+                self._place(engine, session, c, dict(zip(v["places"], zip(v["rx_ns"], v["fct_ns"]))))
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
         self.gain_classes = min(GAIN_CLASSES, len(np.unique(self.class_of[self.watch])))
         if self.gains:  # the classes left pace as the ones taken do: at the gain their run fitted on more classes
@@ -250,8 +249,7 @@ class Recurring:
                 self.refuted.add(c)
                 self.counters["memo_recurring_refuted"] += 1
                 if self.by_place:  # its sampled copies' times, each at its place
-                    self._place(engine, session, c, {int(self.place[f]): (a, r, x) for f, (a, _), r, x in
-                                                     zip(self.sampled[c], self.alone[c], rx, fct)})
+                    self._place(engine, session, c, {int(self.place[f]): (r, x) for f, r, x in zip(self.sampled[c], rx, fct)})
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
 
@@ -277,7 +275,7 @@ class Recurring:
         return [self._on_port[p] for p in engine.links([int(self.members[c][0])])[0]]
 
     def _place(self, engine, session, c: int, times: dict) -> None:
-        """Refuted class c, at a wide spread: ``times`` (place -> (alone_rx_ns, rx_ns, fct_ns)) are
+        """Refuted class c, at a wide spread: ``times`` (place -> (rx_ns, fct_ns)) are
         the times of its copies at those places, simulated in an earlier iteration or run; its
         copies at the same place in later iterations, not started yet, become timers of them, each
         its place's time as simulated, at no pace (``AS_SIMULATED``: a refuted class is one whose
@@ -300,8 +298,7 @@ class Recurring:
         members = self.members[c]
         waiting = members[np.isin(self.place[members], list(new)) & ~engine.started(members) & ~engine.timers(members)]
         if len(waiting):  # spot-checked where taken from an entry (all at once, before the first event)
-            at = np.array([new[p] for p in self.place[waiting].tolist()], dtype=np.int64)
-            times = at[:, 1:]  # its place's time as simulated, at no pace (``AS_SIMULATED``)
+            times = np.array([new[p] for p in self.place[waiting].tolist()], dtype=np.int64)
             entry = self.placed_from.get(c)
             self.counters["memo_recurring_placed"] += self._make_timers(engine, session, c, waiting, times, entry,
                                                                         check=entry is not None, gain=AS_SIMULATED)
@@ -310,10 +307,11 @@ class Recurring:
 
     def _finished_places(self, engine) -> dict:
         """Copies of refuted classes that finished since the last look, no longer followed: their
-        places' times (class -> {place: (alone_rx_ns, rx_ns, fct_ns)}), at their alone pace
-        (``spent_beside``), where the place has none yet.  (Followed copies are added once per class
-        and dropped in one pass per look: a set union per class took a third of a DCQCN run's wall
-        time.)"""
+        places' times as simulated (class -> {place: (rx_ns, fct_ns)}), where the place has none
+        yet.  (Followed copies are added once per class and dropped in one pass per look: a set
+        union per class took a third of a DCQCN run's wall time.  Their alone times are not
+        computed: placed copies run as simulated, and a look at every sharer of every copy's ports
+        per copy was most of what a DCQCN run's bookkeeping cost, README "Recurring flows".)"""
         done = engine.finished(self.follow)
         got: dict = {}
         if not done.any():
@@ -322,8 +320,7 @@ class Recurring:
         for f, s, r, e in zip(self.follow[done].tolist(), start.tolist(), rx.tolist(), fin.tolist()):
             c, p = int(self.class_of[f]), int(self.place[f])
             if p not in self.placed[c] and p not in got.get(c, {}):
-                alone = _alone(_spent(engine, self._flows_on(engine, c), s, r)[None], self.gains[c])[0]
-                got.setdefault(c, {})[p] = (int(alone), r - s, e - s)
+                got.setdefault(c, {})[p] = (r - s, e - s)
         self.follow = self.follow[~done]
         return got
 
@@ -403,10 +400,10 @@ class Recurring:
         for c, known in self.placed.items():  # refuted classes' copies by place, for the next run
             if c not in self.placed_from and known:
                 places = sorted(known)
-                alone, rx, fct = (list(x) for x in zip(*(known[p] for p in places)))
+                rx, fct = (list(x) for x in zip(*(known[p] for p in places)))
                 session.learn_recurring(self.place_keys[c], self.place_digests[c],
-                                        {"places": places, "alone_rx_ns": alone, "rx_ns": rx, "fct_ns": fct,
-                                         "gain": self.gains[c]})
+                                        {"places": places, "rx_ns": rx, "fct_ns": fct, "gain": self.gains[c],
+                                         "refuted": True})
         for c in sorted(self.trusted & set(self.sampled)) if self.by_place else []:  # learned here: ...
             m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
             m = _from_start(engine, m[engine.finished(m)])
