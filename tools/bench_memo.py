@@ -9,6 +9,19 @@ transients looked up); and the warm run's largest difference from the cold one.
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
                                [--shared-prefixes] [--episodes] [--recurring [SPREAD]] [--db memo.sqlite]
+                               [--cache out/bench-memo] [--no-plain]
+
+At 128 GPUs a full run takes 15-75 minutes here: ``--cache DIR`` keeps the full run and its noise
+draw (flows, iterations, wall time and events) in a folder named by a digest of their inputs (the
+trace file's bytes, topology, CC, iterations, package version), and a later call reuses them; its
+speedups then compare a cached wall time with a fresh one, fair only on an equally loaded machine.
+Delete the folder after a change to the full engine.  ``--no-plain`` skips the wormhole run without
+a memo (as long as full where flows contend).  For example, the 4-iteration DDP GPT-13B of issue 15
+on a fat-tree, its trace made by ``wormhole-replay gen gpt --model gpt-13b --gpus 128 --tp 8 --pp 2
+--microbatches 4 --iterations 4 -o ddp4.parquet``:
+
+    python tools/bench_memo.py --trace ddp4.parquet --topology fat-tree:k=8,gpus_per_server=8 --cc hpcc \
+        --iterations 4 --recurring 1.0 --cache out/bench-memo --no-plain
 
 ``--episodes`` lets the memo take whole iterations (``replay --memo-episodes``, README "Episodes");
 ``--recurring`` takes flows from their earlier copies (``replay --memo-recurring``, README "Recurring
@@ -23,11 +36,15 @@ nothing.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 
 from wormhole_replay.audit.compare import perturb_ops
 from wormhole_replay.options import fraction
@@ -47,6 +64,27 @@ def errors(base, other) -> tuple[float, float, float, float]:
     return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia)), float(b.mean() / a.mean() - 1)
 
 
+def cached(cache: Path | None, trace_path: str, what: str, run: dict, make):
+    """``make()``'s replay, or the one kept under ``cache`` for the same inputs (``what``: which
+    run of the trace): its flows, iterations and counters (wall seconds, events)."""
+    if cache is None:
+        return make()
+    from wormhole_replay import __version__
+
+    digest = hashlib.sha256(Path(trace_path).read_bytes()).hexdigest()
+    d = cache / hashlib.sha256(json.dumps([digest, what, run, __version__], sort_keys=True).encode()).hexdigest()[:16]
+    if not (d / "counters.json").is_file():
+        r = make()
+        d.mkdir(parents=True, exist_ok=True)
+        r.flows.to_parquet(d / "flows.parquet")
+        r.iterations.to_csv(d / "iterations.csv", index=False)
+        counters = {k: r.counters[k] for k in ("wall_seconds", "events")}
+        (d / "counters.json").write_text(json.dumps({**counters, "what": what, "trace": trace_path, **run}))  # last
+    counters = json.loads((d / "counters.json").read_text())
+    return SimpleNamespace(flows=pd.read_parquet(d / "flows.parquet"), iterations=pd.read_csv(d / "iterations.csv"),
+                           counters=counters)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="traces/gpt-16gpu.trace.parquet")
@@ -58,26 +96,32 @@ def main() -> int:
     ap.add_argument("--recurring", nargs="?", type=fraction, const=True, default=False, metavar="SPREAD",
                     help="take flows from their earlier copies (--memo-recurring [SPREAD])")
     ap.add_argument("--db", help="memo database (default: a new temporary SQLite file)")
+    ap.add_argument("--cache", type=Path, help="keep the full run and its noise draw here, and reuse them")
+    ap.add_argument("--no-plain", action="store_true", help="skip the wormhole run without a memo")
     a = ap.parse_args()
     trace = load_trace(a.trace)
     tmp = tempfile.TemporaryDirectory()
     db = a.db or str(Path(tmp.name) / "memo.sqlite")
     run = dict(topology=a.topology, cc=a.cc, iterations=a.iterations)
     replay(trace, **{**run, "iterations": 1}, mode="wormhole", memo_db=str(Path(tmp.name) / "warm-up.sqlite"))
-    full = replay(trace, **run, mode="full")
-    plain = replay(trace, **run)  # wormhole mode without a memo: what the memo adds is against this
+    full = cached(a.cache, a.trace, "full", run, lambda: replay(trace, **run, mode="full"))
+    plain = None if a.no_plain else replay(trace, **run)  # wormhole mode without a memo: what the memo adds
     memo = dict(memo_db=db, memo_shared_prefixes=a.shared_prefixes, memo_episodes=a.episodes,
                 memo_recurring=a.recurring)
     cold = replay(trace, **run, **memo)
     warm = replay(trace, **run, **memo)
-    floor = replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full")
+    floor = cached(a.cache, a.trace, "noise-1ns", run,
+                   lambda: replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full"))
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
           f"{', shared prefixes memoized' if a.shared_prefixes else ''}{', whole iterations memoized' if a.episodes else ''}"
-          f"{', recurring flows memoized' if a.recurring else ''}")
+          f"{', recurring flows memoized' if a.recurring else ''}"
+          f"{f'; full run and noise draw kept in (or taken from) {a.cache}' if a.cache else ''}")
     print(f"{'run':7s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
           f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s} {'mean FCT':>8s}")
     for name, r in (("full", full), ("no memo", plain), ("cold", cold), ("warm", warm)):
+        if r is None:
+            continue
         c, w = r.counters, r.counters.get("wormhole", {})
         m, p99, it, mf = errors(full, r)
         looked = w.get("memo_hits", 0) + w.get("memo_misses", 0) + w.get("memo_refused", 0)
