@@ -169,6 +169,31 @@ def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatc
     assert events["warm"] < 0.01 * events["full"] and events["cold"] < 0.5 * events["full"], out
 
 
+def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_path, monkeypatch, capsys):
+    """``--cache``: the first call simulates the full run and its noise draw and keeps them, a later
+    one takes them from there (no full simulation) and prints the same full row; ``--no-plain``
+    skips the wormhole run without a memo.  Catches the cache not being read or not being written."""
+    import wormhole_replay.replay as replay_module
+
+    full_runs = []
+    real = replay_module.replay
+
+    def counting(*args, **kwargs):
+        full_runs.extend([1] if kwargs.get("mode") == "full" else [])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_module, "replay", counting)
+    flags = ("--iterations", "1", "--recurring", "--cache", str(tmp_path / "cache"), "--no-plain")
+    first = _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, *flags)
+    assert len(full_runs) == 2 and len(list((tmp_path / "cache").iterdir())) == 2  # the full run, its draw
+    second = _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, *flags)
+    assert len(full_runs) == 2, "the second call simulated a full run again"
+    full_row = [next(line for line in out.splitlines() if line.startswith("full ")) for out in (first, second)]
+    floor_line = [out.splitlines()[-1] for out in (first, second)]
+    assert full_row[0] == full_row[1] and floor_line[0] == floor_line[1]
+    assert not any(line.startswith("no memo") for line in second.splitlines())
+
+
 def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, monkeypatch):
     """``--warm``: a second wormhole run given the first one's memo database (``memo.sqlite`` beside
     its outputs), judged against full on a line of its own, with its iteration times against the

@@ -132,8 +132,8 @@ def main() -> int:
         it = r.iterations
         rate = it["memo_hits"] / np.maximum(it["memo_lookups"], 1)
         first = it["wall_seconds"].iloc[0]
-        cells = ", ".join(f"#{int(i)} {s:.2f} s ({first / s:.1f}x) hits {int(h)}/{int(n)} ({q:.0%})" for i, s, h, n, q in
-                          zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
+        cells = ", ".join(f"#{int(i)} {s:.2f} s ({first / max(s, 1e-3):.1f}x) hits {int(h)}/{int(n)} ({q:.0%})"
+                          for i, s, h, n, q in zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
         print(f"{name} iterations: {cells}")
     m, p99, it, mf = errors(cold, warm)
     print(f"warm vs cold: wall {cold.counters['wall_seconds'] / warm.counters['wall_seconds']:.2f}x faster; "
