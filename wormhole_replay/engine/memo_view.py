@@ -300,23 +300,25 @@ class EngineView:
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
         self.mark_memo_flows(at, group)
-        ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
-        e.flows.rates[at, L.FF_PACE_GAIN] = gain
+        self._time(at, rx_ns, fct_ns, gain)
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]
         e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * hops).sum())  # as a jump counts them
-        self._acked_after.append((at, np.asarray(fct_ns, np.int64) - np.asarray(rx_ns, np.int64)))
 
     def retime_timers(self, flows, rx_ns, fct_ns, gain: float) -> None:
         """Timers ``flows``, none started, take new times (as ``make_timers``) at pace ``gain``."""
-        e = self._e
-        ft = e.flows.table
+        ft = self._e.flows.table
         at = np.asarray(flows, np.int64)
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] >= 0).all()
-        ft[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
-        e.flows.rates[at, L.FF_PACE_GAIN] = gain
-        self._acked_after.append((at, np.asarray(fct_ns, np.int64) - np.asarray(rx_ns, np.int64)))  # settled last
+        self._time(at, rx_ns, fct_ns, gain)
+
+    def _time(self, at: np.ndarray, rx_ns, fct_ns, gain: float) -> None:
+        """Timers ``at`` are received ``rx_ns`` after their start, at pace ``gain``, and acknowledged
+        ``fct_ns`` after it (``settle_timers`` applies the latest times given)."""
+        self._e.flows.table[at, L.FT_VIRTUAL] = np.asarray(rx_ns, np.int64)
+        self._e.flows.rates[at, L.FF_PACE_GAIN] = gain
+        self._acked_after.append((at, np.asarray(fct_ns, np.int64) - np.asarray(rx_ns, np.int64)))
 
     def forwarded(self, flows) -> np.ndarray:
         """Bytes of ``flows`` not simulated packet by packet (a timer's, a jump's, a thawed timer's)."""
