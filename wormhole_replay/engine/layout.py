@@ -47,7 +47,9 @@ PT_TIMERS = 31  # wormhole: the memo's timers running whose data or ACK path cro
 PT_TIMERS_DATA = 32  # ... of them whose data path crosses it
 PT_TIMERS_GROUP = 33  # ... their FT_MEMO_TIMER if they all have the same, else 0
 PT_LIVE_DATA = 34  # wormhole: active packet flows whose data path crosses it (a paced timer's sharers, with PT_TIMERS_DATA)
-PT_LEN = 35
+PT_MEMO_DATA = 35  # wormhole: active packet flows of the memo's (FT_MEMO_TIMER != 0) whose data path crosses it, ...
+PT_MEMO_DATA_GROUP = 36  # ... their FT_MEMO_TIMER if all the same, else 0 (another group's timer due there is simulated)
+PT_LEN = 37
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -304,7 +306,9 @@ ST_WH_FLUID_THAWS = 40  # fluid flows thawed before their planned end (a neighbo
 ST_WH_MEAN_JUMPS = 41  # fast-forwards at the window's mean rates of shares that wander (jump.stationary)
 ST_WH_TIMERS = 42  # the memo's timers running (parts.timers[:n])
 ST_WH_TIMERS_THAWED = 43  # ... made packet flows half-way, a foreign flow having started beside them
-ST_LEN = 44
+ST_WH_TIMER_STRETCH = 44  # paced timers starting now cover their alone time times this / STRETCH_ONE (recurring.py's drift)
+ST_LEN = 45
+STRETCH_ONE = 1_000_000
 
 # --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---
 WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)

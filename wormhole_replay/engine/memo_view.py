@@ -306,6 +306,11 @@ class EngineView:
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]
         e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * hops).sum())  # as a jump counts them
 
+    def stretch_timers(self, factor: float) -> None:
+        """Paced timers that start from now cover ``factor`` times the alone time they were given
+        (not those at a place's time as simulated, whose gain is infinite)."""
+        self._e.state[L.ST_WH_TIMER_STRETCH] = int(round(factor * L.STRETCH_ONE))
+
     def retime_timers(self, flows, rx_ns, fct_ns, gain: float) -> None:
         """Timers ``flows``, none started, take new times (as ``make_timers``) at pace ``gain``."""
         ft = self._e.flows.table

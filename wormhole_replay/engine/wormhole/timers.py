@@ -18,6 +18,11 @@ below):
   simulated: the later one starts as a packet flow and the running one is thawed.  An episode's
   flows were learned together, and their overlaps are in its times (the rule applied within an
   episode put a fat-tree iteration's mean FCT 1.6% short); another group's timers are not in them.
+  The memo's packet flows of another group than a timer's count the same way, where their data
+  meet (``PT_MEMO_DATA``, ``PT_MEMO_DATA_GROUP``, counted by ``membership``): the flows of
+  recurring classes too small to learn (``Recurring.small``, a pipeline send: a group of their
+  own) thaw the timers whose data leave a port theirs leave, and a timer due where one's data
+  leave starts as a packet flow.
 
 Recurring flows' timers (the negative group) are *paced*: each was learned at its alone pace
 (``memo/recurring.py``: a copy's time, moment by moment, at its pace beside the n flows' data that
@@ -29,8 +34,9 @@ together ``gain`` (``FF_PACE_GAIN``, fitted by the memo on the run's copies) tim
 alone there.  And it takes that share of its links as a fluid flow does (``_reserve``, ``share``):
 the packet flows beside it get the rest, and HPCC's INT counts its bytes, so that the memo's packet
 flows beside it (a class's first copies, a timer simulated after all) feel it as it feels them; a
-foreign flow still makes it a packet flow, as above (without that rule the 128-GPU DDP fat-tree ran 12-13x faster than full, but the colliding
-rings of ``tests/test_recurring.py`` went beyond their noise floor).  Two 10 MB flows into one host,
+foreign flow still makes it a packet flow, as above (without that rule the 128-GPU DDP fat-tree
+ran 12-13x faster than full, but the colliding rings of ``tests/test_recurring.py`` went beyond
+their noise floor).  Two 10 MB flows into one host,
 one a paced timer and one of the memo's packet flows, end within 1.5% of full simulation either way
 round (``tests/test_recurring.py``).
 Reserving the mean rate of its alone pace (75 Gb/s for a 3.3 MB copy, whose start and end are
@@ -44,29 +50,35 @@ their times and take no share: their overlaps are in their times.
 
 The memo's own timers simulated after all are not foreign: they are the pattern the timers were
 learned in (a ring's steps share their hosts' ports through their ACKs), and counting them made
-every later step of that ring simulated too (all 107,008 copies of the iteration above).  Nor are
-the flows of recurring classes too small to learn (``Recurring.small``: a pipeline send), which
-the memo marks as its own: a paced timer beside one runs at its share.  Ports
-count the foreign flows live on them (``PT_FOREIGN``, ``membership``), the timers running
-(``PT_TIMERS``) and those of them whose data crosses them (``PT_TIMERS_DATA``); the timers running
-are listed in ``parts.timers``.
+every later step of that ring simulated too (all 107,008 copies of the iteration above).  The
+flows of recurring classes too small to learn are foreign only where their data meet a timer's
+(above): beside a timer's ACKs, or on a port only its ACKs cross, the timer runs at its share.
+On the 128-GPU DDP fat-tree (HPCC) the 64 last-micro-batch gradient sends ran beside paced timers
+that held their steady share from the sends' first byte, where a ring step in full simulation
+restarts at line rate every 350 us and squeezes a long send each time: the sends erred by -51%
+to +31% (a 1-ns noise draw: -7% to +8%) and each moved a stage-0 rank's DP timeline by
+milliseconds; foreign where their data meet, they err within 11% (``DEVELOPERS.md``, "Recurring
+flows").  Ports count the foreign flows live on them (``PT_FOREIGN``, ``membership``), the timers
+running (``PT_TIMERS``) and those of them whose data crosses them (``PT_TIMERS_DATA``); the timers
+running are listed in ``parts.timers``.
 """
 
 import numpy as np
 
 from ..kernel import kernel
 from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FF_PACE_GAIN, FT_APATH, FT_BYTES_RX, FT_DPATH,
-                      FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT,
-                      FT_SND_UNA, FT_START, FT_STATE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_PART,
-                      PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_TIMERS,
-                      ST_WH_TIMERS_THAWED, TM_ALONE, TM_BPS, TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
+                      FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA,
+                      FT_START, FT_STATE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA, PT_MEMO_DATA_GROUP,
+                      PT_PART, PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW, ST_WH_EV_SKIPPED,
+                      ST_WH_TIMER_STRETCH, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, STRETCH_ONE, TM_ALONE, TM_BPS, TM_DONE, TM_FLOW,
+                      TM_SHARERS, TM_SINCE, WP_STATE)
 from ..nic import start_flow
 from ..queue import q_remove, q_set
 from ..share import accrue, reserve
 from ..slots import T_START, next_seq, qp_slot
 from .fluid import ack_ratio, wire_ratio
 from .jump import thaw
-from .membership import flow_started
+from .membership import count_data, data_meets, flow_started
 from .partitions import FROZEN, ports_end
 
 
@@ -77,34 +89,6 @@ def _count(net, flows, f, column, by):
     for j in range(flows.table[f, FT_DPATH], ports_end(flows, f)):
         ports[paths[j], column] += by
         ports[ports[paths[j], PT_PEER], column] += by
-
-
-@kernel(inline="always")
-def _count_data(net, flows, f, by):
-    """Every port flow f's data leaves from counts ``by`` more running timers' data, and which group
-    they are of (``PT_TIMERS_GROUP``: 0 once two groups meet there, until the port has none)."""
-    ft, paths, ports = flows.table, flows.paths, net.ports
-    group = ft[f, FT_MEMO_TIMER]
-    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        p = paths[j]
-        if by > 0:
-            alone = ports[p, PT_TIMERS_DATA] == 0 or ports[p, PT_TIMERS_GROUP] == group
-            ports[p, PT_TIMERS_GROUP] = group if alone else 0
-        ports[p, PT_TIMERS_DATA] += by
-        if ports[p, PT_TIMERS_DATA] == 0:
-            ports[p, PT_TIMERS_GROUP] = 0
-
-
-@kernel(inline="always")
-def _data_meets_timers(net, flows, f):
-    """Flow f's data would leave a port some running timer of another group's data leaves."""
-    ft, paths, ports = flows.table, flows.paths, net.ports
-    group = ft[f, FT_MEMO_TIMER]
-    for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        p = paths[j]
-        if ports[p, PT_TIMERS_DATA] > 0 and ports[p, PT_TIMERS_GROUP] != group:
-            return True
-    return False
 
 
 @kernel(inline="always")
@@ -235,7 +219,7 @@ def _stop_running(net, flows, events, cfg, state, parts, f):
     if parts.timers[ft[f, FT_TIMER_AT], TM_BPS] != 0:
         _reserve(net, flows, events, cfg, state, parts, f, parts.timers[ft[f, FT_TIMER_AT], TM_BPS], 0)
     _count(net, flows, f, PT_TIMERS, -1)
-    _count_data(net, flows, f, -1)
+    count_data(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUP, -1)
     i = ft[f, FT_TIMER_AT]
     n = state[ST_WH_TIMERS] - 1
     last = parts.timers[n, TM_FLOW]
@@ -259,18 +243,21 @@ def start(net, flows, events, cfg, state, parts, f):
         _stop_running(net, flows, events, cfg, state, parts, f)
         repace_beside(net, flows, events, cfg, state, parts)
         return
-    if _crosses(net, flows, f, PT_FOREIGN) or _data_meets_timers(net, flows, f):
+    if (_crosses(net, flows, f, PT_FOREIGN) or data_meets(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUP)
+            or data_meets(net, flows, f, PT_MEMO_DATA, PT_MEMO_DATA_GROUP)):
         _unskip(flows, cfg, state, f, 0)
         return
     _count(net, flows, f, PT_TIMERS, 1)
-    _count_data(net, flows, f, 1)
+    count_data(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUP, 1)
     n = state[ST_WH_TIMERS]
     row = parts.timers[n]
+    paced = ft[f, FT_MEMO_TIMER] < 0
     row[TM_FLOW] = f
     row[TM_ALONE] = ft[f, FT_VIRTUAL]
+    if paced and flows.rates[f, FF_PACE_GAIN] != np.inf:  # not a copy taken at its place's time as simulated
+        row[TM_ALONE] = ft[f, FT_VIRTUAL] * state[ST_WH_TIMER_STRETCH] // STRETCH_ONE
     row[TM_DONE] = 0
     row[TM_SINCE] = state[ST_NOW]
-    paced = ft[f, FT_MEMO_TIMER] < 0
     row[TM_SHARERS] = _sharers(net, flows, f) if paced else 1
     row[TM_BPS] = 0
     ft[f, FT_VIRTUAL] = _stretched(flows, f, row[TM_ALONE], row[TM_SHARERS]) if paced else row[TM_ALONE]
@@ -288,7 +275,7 @@ def running_beside(net, flows, g):
     if it is foreign, on its data's ports if it is one of the memo's (a timer simulated after all)."""
     if flows.table[g, FT_MEMO_TIMER] == 0:
         return _crosses(net, flows, g, PT_TIMERS)
-    return _data_meets_timers(net, flows, g)
+    return data_meets(net, flows, g, PT_TIMERS_DATA, PT_TIMERS_GROUP)
 
 
 @kernel
