@@ -63,22 +63,33 @@ def test_a_bench_scale_noise_draw_delays_one_op_of_one_rank(tmp_path):
 
 
 def test_bench_scale_where_splits_the_signed_error_by_what_was_forwarded_and_when():
-    """Where a run's bias sits: flows never fast-forwarded, partly, mostly; and by start quarter.
-    Hand-made: the two flows never forwarded are 10% late, the mostly forwarded one on time."""
+    """Where a run's bias sits: flows never fast-forwarded, partly, mostly, wholly (a timer); and by
+    start quarter; each group's mean signed error, total FCT against full's and share of full's
+    total.  Hand-made: the two flows never forwarded are 10% late, the mostly forwarded one on
+    time, the timer 20% early; a draw read on the run's groups (``groups_from``) puts its own
+    errors on the same flows."""
     import pandas as pd
 
     where = _tool("bench_scale").where
-    full = pd.DataFrame({"flow_id": [0, 1, 2, 3, 4], "virtual": [False, False, False, False, True],
-                         "start_ns": [0, 10, 20, 30, 0], "finish_ns": [100, 110, 120, 130, 5],
-                         "fct_ns": [100, 100, 100, 100, 5], "completed": [True] * 5})
-    other = full.assign(fct_ns=[110, 110, 130, 100, 50], finish_ns=[110, 120, 150, 130, 50],
-                        size_bytes=[1000] * 5, fast_forwarded_bytes=[0, 0, 200, 900, 0])
+    full = pd.DataFrame({"flow_id": [0, 1, 2, 3, 4, 5], "virtual": [False, False, False, False, True, False],
+                         "start_ns": [0, 10, 20, 30, 0, 40], "finish_ns": [100, 110, 120, 130, 5, 240],
+                         "fct_ns": [100, 100, 100, 100, 5, 200], "completed": [True] * 6})
+    other = full.assign(fct_ns=[110, 110, 130, 100, 50, 160], finish_ns=[110, 120, 150, 130, 50, 200],
+                        size_bytes=[1000] * 6, fast_forwarded_bytes=[0, 0, 200, 900, 0, 1000])
     t = where(full, other, quarters=2).set_index("flows")
     assert t.loc["forwarded none", "n"] == 2 and t.loc["forwarded none", "signed_error"] == pytest.approx(0.1)
     assert t.loc["forwarded some", "signed_error"] == pytest.approx(0.3)
     assert t.loc["forwarded most", "n"] == 1 and t.loc["forwarded most", "signed_error"] == pytest.approx(0.0)
+    assert t.loc["forwarded all", "n"] == 1 and t.loc["forwarded all", "total_error"] == pytest.approx(-0.2)
+    assert t.loc["forwarded all", "share"] == pytest.approx(200 / 600)  # the virtual flow never counts
+    assert t.loc["forwarded none", "total_error"] == pytest.approx(0.1)
     assert t.loc["started in quarter 1", "n"] == 2 and t.loc["started in quarter 1", "signed_error"] == pytest.approx(0.1)
-    assert t.loc["started in quarter 2", "signed_error"] == pytest.approx(0.15)  # the virtual flow never counts
+    assert t.loc["started in quarter 2", "signed_error"] == pytest.approx(0.1 / 3)
+    assert t.loc["started in quarter 2", "total_error"] == pytest.approx(390 / 400 - 1)
+    draw = full.assign(fct_ns=[100, 100, 100, 100, 5, 210], size_bytes=[1000] * 6, fast_forwarded_bytes=[0] * 6)
+    d = where(full, draw, quarters=2, groups_from=other).set_index("flows")
+    assert d.loc["forwarded all", "n"] == 1 and d.loc["forwarded all", "total_error"] == pytest.approx(0.05)
+    assert d.loc["forwarded none", "total_error"] == pytest.approx(0.0)
 
 
 def test_bench_contention_cuts_a_runs_network_flows_into_a_flow_file(tmp_path):
