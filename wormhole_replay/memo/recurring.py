@@ -59,6 +59,7 @@ flows, foreign only to the timers whose data meet theirs.  The figures are in th
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class Recurring:
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
         self.drifting = np.zeros(0, np.int64)  # trusted classes' copies not yet read for the drift (``_drift``)
-        self.drift_ratios: list = []  # the last DRIFT_COPIES of them, ...
+        self.drift_ratios: deque = deque(maxlen=DRIFT_COPIES)  # the last DRIFT_COPIES of them, ...
         self.drift_copies = 0  # ... of so many read
         self.drift = 1.0  # the stretch of paced timers starting now (``_drift``), ...
         self.drift_range = (1.0, 1.0)  # ... the least and most it has been
@@ -141,8 +142,6 @@ class Recurring:
         recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
-        self.is_small = np.zeros(len(flows), bool)
-        self.is_small[self.small] = True
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``_alone``)
@@ -401,9 +400,9 @@ class Recurring:
         class's learned one, whose median over the last ``DRIFT_COPIES`` stretches the paced timers
         starting from now (``EngineView.stretch_timers``).  Why: a class is learned from its first
         copies, and its later ones run slower at their alone pace, which the busiest port's count of
-        flows does not explain; on the 128-GPU DDP fat-tree (HPCC) the timers ran 0.5% short at
-        400-500 ms and 3-4% short at 1000-1200 ms, -1.5% in all, and their copies simulated after
-        all ran 0.5-2% slower than their class at their alone pace (README, "Recurring flows").
+        flows does not explain; on the 128-GPU DDP fat-tree (HPCC) the timers ran 0.5-1.9% short at
+        400-900 ms and 3.1-3.7% short at 1000-1100 ms, -1.5% in all, and their copies simulated after
+        all ran 0.4-2% slower than their class at their alone pace (README, "Recurring flows").
         Copies whose data met a small class's flow (a pipeline send) are left out: HPCC lets a new
         flow through ahead of a long one, which the count of flows does not hold either, and the
         sends' neighbours at 360-390 ms ran at 0.8 of their class (a stretch of 0.8 there put the
@@ -417,12 +416,10 @@ class Recurring:
             c = int(self.class_of[f])
             start, rx, _ = engine.flow_times([f])
             small = self._small_on(engine, c)
-            if len(small):
-                s, r, _ = engine.flow_times(small)
-                if ((s >= 0) & (s < rx[0]) & ((r < 0) | (r > start[0]))).any():
-                    continue
+            if len(small) and _live(*engine.flow_times(small)[:2], int(start[0]), int(rx[0])).any():
+                continue
             alone = _alone(_spent(engine, self._flows_on(engine, c), int(start[0]), int(rx[0]))[None, :], self.gains[c])
-            self.drift_ratios = self.drift_ratios[-(DRIFT_COPIES - 1):] + [alone[0] / np.mean([a for a, _ in self.alone[c]])]
+            self.drift_ratios.append(alone[0] / np.mean([a for a, _ in self.alone[c]]))
             self.drift_copies += 1
         if self.drift_copies >= DRIFT_FIRST:
             self.drift = float(np.median(self.drift_ratios))
@@ -433,8 +430,7 @@ class Recurring:
         """The small classes' flows whose data leave a port class c's data leaves."""
         if c not in self._small_beside:
             on = self._flows_on(engine, c)
-            self._small_beside[c] = np.unique(np.concatenate([m[self.is_small[m]] for m in on])) if on else \
-                np.zeros(0, np.int64)
+            self._small_beside[c] = np.intersect1d(np.concatenate(on), self.small) if on else np.zeros(0, np.int64)
         return self._small_beside[c]
 
     def _make_timers(self, engine, session, c: int, waiting, times, entry: str | None, check: bool = True,
@@ -538,7 +534,7 @@ def _spent(engine, on_ports, start: int, rx: int) -> np.ndarray:
     lives = []
     for flows in on_ports:
         s, r, _ = engine.flow_times(flows)
-        live = (s >= 0) & (s < rx) & ((r < 0) | (r > start))
+        live = _live(s, r, start, rx)
         s, r = s[live], np.where(r[live] < 0, rx, r[live])
         lives.append((np.sort(s), np.sort(r)))
         cuts += [s, r]
@@ -548,6 +544,12 @@ def _spent(engine, on_ports, start: int, rx: int) -> np.ndarray:
         counts.append(np.searchsorted(s, mid, side="right") - np.searchsorted(r, mid, side="right"))
     sharers = np.clip(np.max(counts, axis=0), 1, MOST_SHARERS) if counts else np.ones(len(mid), np.int64)
     return np.bincount(sharers - 1, weights=np.diff(t), minlength=MOST_SHARERS)
+
+
+def _live(start_ns: np.ndarray, rx_ns: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    """Which flows (their start and last byte received, -1 where not yet) were live at some moment
+    of ``[t0, t1)``."""
+    return (start_ns >= 0) & (start_ns < t1) & ((rx_ns < 0) | (rx_ns > t0))
 
 
 def _paces(gain: float) -> np.ndarray:
