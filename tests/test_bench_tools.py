@@ -178,6 +178,10 @@ def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatc
     events = {line.split()[0]: int(line.split()[3].replace(",", "")) for line in out.splitlines()
               if len(line.split()) > 3 and line.split()[2].endswith("x")}  # the table's rows
     assert events["warm"] < 0.01 * events["full"] and events["cold"] < 0.5 * events["full"], out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}  # per iteration
+    assert set(rows) == {"cold", "warm", "floor"} and all(r.count("#") == 2 for r in rows.values()), out
+    mean_fct = [float(cell.split(", ")[1].rstrip("%")) for cell in rows["warm"].split("; ")]
+    assert all(abs(m) < 1 for m in mean_fct), out  # a rail's copies recur alike, iteration by iteration
 
 
 def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_path, monkeypatch, capsys):

@@ -5,7 +5,8 @@ Replays a trace for N iterations four times (after a warm-up that compiles the k
 in wormhole mode without a memo, on an empty memo database (cold), and again on the database the
 cold run filled (warm).  Prints per run the wall time, events, memo hits / lookups and FCT / iteration-time error
 against full; per iteration of each wormhole run its wall time and its memo hit rate (hits over
-transients looked up); and the warm run's largest difference from the cold one.
+transients looked up), and its duration, mean-FCT and per-flow FCT errors against full's same
+iteration (beside the noise draw's); and the warm run's largest difference from the cold one.
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
                                [--shared-prefixes] [--episodes] [--recurring [SPREAD]] [--db memo.sqlite]
@@ -63,6 +64,22 @@ def errors(base, other) -> tuple[float, float, float, float]:
     e = np.abs(b - a) / a
     ia, ib = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
     return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia)), float(b.mean() / a.mean() - 1)
+
+
+def by_iteration(base, other) -> dict:
+    """Per iteration index: ``other``'s duration error against ``base``, its network flows' mean-FCT
+    error and per-flow FCT error mean and p99 (a long replay can be right in all and wrong in one)."""
+    net = ~base.flows["virtual"].to_numpy()
+    it = base.flows["iteration"].to_numpy()
+    a, b = base.flows["fct_ns"].to_numpy(float), other.flows["fct_ns"].to_numpy(float)
+    da, db = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
+    out = {}
+    for k, i in enumerate(base.iterations["index"].astype(int)):
+        m = net & (it == i)
+        e = np.abs(b[m] - a[m]) / a[m] if m.any() else np.zeros(1)
+        mean_fct = b[m].mean() / a[m].mean() - 1 if m.any() else 0.0
+        out[i] = (db[k] / da[k] - 1, mean_fct, float(e.mean()), float(np.percentile(e, 99)))
+    return out
 
 
 def cached(cache: Path | None, trace_path: str, what: str, run: dict, make):
@@ -139,6 +156,10 @@ def main() -> int:
         cells = ", ".join(f"#{int(i)} {s:.2f} s ({first / max(s, 1e-3):.1f}x) hits {int(h)}/{int(n)} ({q:.0%})"
                           for i, s, h, n, q in zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
         print(f"{name} iterations: {cells}")
+    print("per iteration against full (duration, mean FCT, per-flow FCT error mean / p99):")
+    for name, r in (("cold", cold), ("warm", warm), ("floor", floor)):
+        print(f"  {name:5s} " + "; ".join(f"#{i} {d:+.2%}, {mf:+.2%}, {m:.2%} / {p99:.2%}"
+                                          for i, (d, mf, m, p99) in by_iteration(full, r).items()))
     m, p99, it, mf = errors(cold, warm)
     print(f"warm vs cold: wall {cold.counters['wall_seconds'] / warm.counters['wall_seconds']:.2f}x faster; "
           f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}; mean FCT {mf:+.2%}")
