@@ -56,14 +56,21 @@ SAMPLE = str(Path(__file__).resolve().parents[1] / "traces" / "gpt-16gpu.trace.p
 TOPOLOGY = "rail:servers=4,gpus_per_server=4"
 
 
+def _flow_errors(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """FCTs ``b`` against ``a`` (the same flows): per-flow error mean and p99, and the mean FCT's error."""
+    if not len(a):
+        return 0.0, 0.0, 0.0
+    e = np.abs(b - a) / a
+    return float(e.mean()), float(np.percentile(e, 99)), float(b.mean() / a.mean() - 1)
+
+
 def errors(base, other) -> tuple[float, float, float, float]:
     """Per-flow FCT error mean and p99 over network flows, the largest iteration-time error, and the
     mean FCT's error."""
     net = ~base.flows["virtual"].to_numpy()
-    a, b = base.flows["fct_ns"].to_numpy(float)[net], other.flows["fct_ns"].to_numpy(float)[net]
-    e = np.abs(b - a) / a
+    m, p99, mean_fct = _flow_errors(base.flows["fct_ns"].to_numpy(float)[net], other.flows["fct_ns"].to_numpy(float)[net])
     ia, ib = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
-    return float(e.mean()), float(np.percentile(e, 99)), float(np.max(np.abs(ib - ia) / ia)), float(b.mean() / a.mean() - 1)
+    return m, p99, float(np.max(np.abs(ib - ia) / ia)), mean_fct
 
 
 def by_iteration(base, other) -> dict:
@@ -76,9 +83,8 @@ def by_iteration(base, other) -> dict:
     out = {}
     for k, i in enumerate(base.iterations["index"].astype(int)):
         m = net & (it == i)
-        e = np.abs(b[m] - a[m]) / a[m] if m.any() else np.zeros(1)
-        mean_fct = b[m].mean() / a[m].mean() - 1 if m.any() else 0.0
-        out[i] = (db[k] / da[k] - 1, mean_fct, float(e.mean()), float(np.percentile(e, 99)))
+        mean, p99, mean_fct = _flow_errors(a[m], b[m])
+        out[i] = (db[k] / da[k] - 1, mean_fct, mean, p99)
     return out
 
 
