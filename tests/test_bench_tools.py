@@ -187,7 +187,7 @@ def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatc
 def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_path, monkeypatch, capsys):
     """``--cache``: the first call simulates the full run and its noise draw and keeps them, a later
     one takes them from there (no full simulation) and prints the same full row; ``--no-plain``
-    skips the wormhole run without a memo.  Catches the cache not being read or not being written."""
+    skips the wormhole run without a memo, ``--no-floor`` the draw.  Catches the cache not being read or not being written."""
     import wormhole_replay.replay as replay_module
 
     full_runs = []
@@ -207,6 +207,10 @@ def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_p
     floor_line = [out.splitlines()[-1] for out in (first, second)]
     assert full_row[0] == full_row[1] and floor_line[0] == floor_line[1]
     assert not any(line.startswith("no memo") for line in second.splitlines())
+    flags = ("--iterations", "1", "--recurring", "--cache", str(tmp_path / "other"), "--no-plain", "--no-floor")
+    third = _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, *flags)
+    assert len(full_runs) == 3 and len(list((tmp_path / "other").iterdir())) == 1  # the full run, no draw
+    assert "noise floor" not in third and not any(line.startswith("  floor") for line in third.splitlines())
 
 
 def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, monkeypatch):

@@ -301,9 +301,10 @@ class _Timers:
 
     lookups = False  # no counters of its own
 
-    def __init__(self, flows, rx_ns, fct_ns, group=None, memo_packets=(), packets_group=None, gain=1.0, stretch=None):
+    def __init__(self, flows, rx_ns, fct_ns, group=None, memo_packets=(), packets_group=None, gain=1.0, stretch=None,
+                 own_stretch=None):
         self.flows, self.rx_ns, self.fct_ns, self.group = flows, rx_ns, fct_ns, group
-        self.gain, self.stretch = gain, stretch
+        self.gain, self.stretch, self.own_stretch = gain, stretch, own_stretch
         self.memo_packets = list(memo_packets)  # the memo's flows simulated (as a class's first copy is), ...
         self.packets_group = packets_group or group  # ... of the timers' group unless another is given
 
@@ -315,6 +316,8 @@ class _Timers:
             engine.make_timers([f], self.rx_ns[i:i + 1], self.fct_ns[i:i + 1], group=self.group or i + 1, gain=self.gain)
         if self.stretch is not None:
             engine.stretch_timers(self.stretch)
+        if self.own_stretch is not None:
+            engine.stretch_each(self.flows, self.own_stretch)
         if self.memo_packets:
             engine.mark_memo_flows(self.memo_packets, group=self.packets_group)
 
@@ -333,14 +336,18 @@ def _with_timers(flows, timers, rx_ns, fct_ns, group=None, memo_packets=(), pack
 
 
 @pytest.mark.parametrize("gain", [1.0, np.inf])
-def test_a_stretch_lengthens_paced_timers_but_not_times_taken_as_simulated(gain):
+@pytest.mark.parametrize("own", [None, 0.95])
+def test_a_stretch_lengthens_paced_timers_but_not_times_taken_as_simulated(gain, own):
     """``EngineView.stretch_timers``: a paced timer starting after it covers its alone time times the
-    stretch (10% longer here, alone on its path); a copy taken at its place's time as simulated
-    (infinite gain, ``recurring.AS_SIMULATED``) keeps its time."""
+    stretch (10% longer here, alone on its path), or times its own (``stretch_each``: 5% shorter)
+    where it has one; a copy taken at its place's time as simulated (infinite gain,
+    ``recurring.AS_SIMULATED``) keeps its time."""
     flows = _flows([(0, 4)], [10 * MB], [0])
     rx = 800_000
-    f = _with_timers(flows, [0], np.array([rx]), np.array([rx + 5_000]), group=-1, gain=gain, stretch=1.1).flows
-    assert int(f["received_ns"].iloc[0] - f["start_ns"].iloc[0]) == (rx * 11 // 10 if gain == 1.0 else rx)
+    f = _with_timers(flows, [0], np.array([rx]), np.array([rx + 5_000]), group=-1, gain=gain, stretch=1.1,
+                     own_stretch=own).flows
+    stretched = rx * 11 // 10 if own is None else rx * 95 // 100
+    assert int(f["received_ns"].iloc[0] - f["start_ns"].iloc[0]) == (stretched if gain == 1.0 else rx)
     assert int(f["packets_sent"].iloc[0]) == 0
 
 
@@ -384,6 +391,43 @@ def test_the_drift_is_the_median_of_copies_simulated_after_all_away_from_small_f
     r.drifting = np.arange(8, 12)
     r._drift(engine)
     assert engine.stretched == pytest.approx(1.1) and r.drift_copies == 3 and not len(r.drifting)
+
+
+def test_later_iterations_take_the_drift_their_place_started_at():
+    """``Recurring._stretch_places``: a class of 12 copies over three iterations (places 0-3 in
+    each).  When the first iteration's copies at places 0 and 1 have started, under a drift of 1.05,
+    their places' copies in iterations 2 and 3 take 1.05 as their own stretch; place 2's, started
+    under 0.97, take 0.97; place 3's, not started, none yet.  The drift is read only on copies first
+    at their place (``_take``).  Stub engine."""
+    from wormhole_replay.memo import recurring
+
+    flows = _flows([(0, 1)] * 12, [MB] * 12, [i * 10**6 for i in range(12)])
+    started = set()
+
+    class _Engine:
+        stretched = {}
+
+        def started(self, at):
+            return np.isin(at, list(started))
+
+        def stretch_each(self, at, factor):
+            self.stretched.update({int(f): factor for f in at})
+
+    r = recurring.Recurring(flows, np.zeros(12, np.int64), {}, trust=2, iteration_of=np.repeat([0, 1, 2], 4))
+    assert r.placing.tolist() == [0, 1, 2, 3] and r.first_at_place.tolist() == [True] * 4 + [False] * 8
+    engine = _Engine()
+    started.update([0, 1])
+    r.drift = 1.05
+    r._stretch_places(engine)
+    started.add(2)
+    r.drift = 0.97
+    r._stretch_places(engine)
+    assert engine.stretched == {4: 1.05, 8: 1.05, 5: 1.05, 9: 1.05, 6: 0.97, 10: 0.97}
+    assert r.placing.tolist() == [3] and r.counters["memo_recurring_drift_placed"] == 6
+    engine.make_timers = lambda *args, **kwargs: None
+    r.alone[0], r.gains[0] = [(100, 10)] * 2, 1.0
+    r._take(engine, None, 0)  # trusted: copies 3-11 become timers, and only copy 3 may give the drift
+    assert r.drifting.tolist() == [3]
 
 
 @pytest.mark.parametrize("case", ["timer first", "foreign first", "two timers"])

@@ -10,7 +10,7 @@ iteration (beside the noise draw's); and the warm run's largest difference from 
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
                                [--shared-prefixes] [--episodes] [--recurring [SPREAD]] [--db memo.sqlite]
-                               [--cache out/bench-memo] [--no-plain]
+                               [--cache out/bench-memo] [--no-plain] [--no-floor]
 
 At 128 GPUs a full run takes 15-75 minutes here: ``--cache DIR`` keeps the full run and its noise
 draw (flows, iterations, wall time and events) in a folder named by a digest of their inputs (the
@@ -31,7 +31,7 @@ flows").
 The noise floor printed last is the full simulation against itself with one compute op 1 ns
 longer (the first one something depends on: ``audit.compare.perturb_ops``, as ``audit
 --noise-floor``): on DAG workloads contention order is chaotic, and per-flow errors below it mean
-nothing.
+nothing.  ``--no-floor`` skips the draw (another full run) where it is not kept yet.
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ def main() -> int:
     ap.add_argument("--db", help="memo database (default: a new temporary SQLite file)")
     ap.add_argument("--cache", type=Path, help="keep the full run and its noise draw here, and reuse them")
     ap.add_argument("--no-plain", action="store_true", help="skip the wormhole run without a memo")
+    ap.add_argument("--no-floor", action="store_true", help="skip the noise draw (another full run)")
     a = ap.parse_args()
     trace = load_trace(a.trace)
     tmp = tempfile.TemporaryDirectory()
@@ -137,8 +138,8 @@ def main() -> int:
     plain = None if a.no_plain else replay(trace, **run)  # wormhole mode without a memo: what the memo adds
     cold = replay(trace, **run, **memo)
     warm = replay(trace, **run, **memo)
-    floor = cached(a.cache, a.trace, "noise-1ns", run,
-                   lambda: replay(Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full"))
+    floor = None if a.no_floor else cached(a.cache, a.trace, "noise-1ns", run, lambda: replay(
+        Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full"))
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
           f"{', shared prefixes memoized' if a.shared_prefixes else ''}{', whole iterations memoized' if a.episodes else ''}"
@@ -164,14 +165,17 @@ def main() -> int:
         print(f"{name} iterations: {cells}")
     print("per iteration against full (duration, mean FCT, per-flow FCT error mean / p99):")
     for name, r in (("cold", cold), ("warm", warm), ("floor", floor)):
+        if r is None:
+            continue
         print(f"  {name:5s} " + "; ".join(f"#{i} {d:+.2%}, {mf:+.2%}, {m:.2%} / {p99:.2%}"
                                           for i, (d, mf, m, p99) in by_iteration(full, r).items()))
     m, p99, it, mf = errors(cold, warm)
     print(f"warm vs cold: wall {cold.counters['wall_seconds'] / warm.counters['wall_seconds']:.2f}x faster; "
           f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}; mean FCT {mf:+.2%}")
-    m, p99, it, mf = errors(full, floor)
-    print(f"noise floor (full vs full with one compute op 1 ns longer): FCT mean {m:.2%}, p99 {p99:.2%}; "
-          f"iteration time {it:.2%}; mean FCT {mf:+.2%}")
+    if floor is not None:
+        m, p99, it, mf = errors(full, floor)
+        print(f"noise floor (full vs full with one compute op 1 ns longer): FCT mean {m:.2%}, p99 {p99:.2%}; "
+              f"iteration time {it:.2%}; mean FCT {mf:+.2%}")
     tmp.cleanup()
     return 0
 

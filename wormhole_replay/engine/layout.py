@@ -141,7 +141,8 @@ FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns)
 FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
 FT_MEMO_TIMER = 58  # != 0: the memo made this network flow a timer, learned with the others of this value (timers.py)
 FT_TIMER_AT = 59  # ... while such a timer runs: its place in parts.timers (-1 otherwise)
-FT_LEN = 60
+FT_TIMER_STRETCH = 60  # ... a paced timer's own stretch (/ STRETCH_ONE) if > 0, else the run's (ST_WH_TIMER_STRETCH)
+FT_LEN = 61
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate

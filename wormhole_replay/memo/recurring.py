@@ -46,7 +46,9 @@ workload, whose contention may differ, never hits it.
 Later copies of a class run slower at their alone pace than its first ones, which the busiest
 port's count of flows does not explain; the paced timers starting at any moment are stretched by
 the median ratio of the trusted classes' copies simulated after all, lately, to their class's
-learned time (``_drift``).
+learned time (``_drift``).  That drift follows the time in an iteration, so it is read only on
+copies first at their place (the first iteration), and a copy in a later iteration is stretched
+by the drift its place's first copy started under (``_stretch_places``).
 
 What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gain are a flow-level
 model, and where a foreign flow is live on a timer's ports the timer is simulated
@@ -129,18 +131,25 @@ class Recurring:
         by = np.lexsort((iteration[network], self.place[network], cls))
         same = (np.diff(cls[by]) == 0) & (np.diff(self.place[network][by]) == 0)
         self.next_at_place[network[by][:-1][same]] = network[by][1:][same]
+        first_at_place = np.ones(len(flows), bool)  # a copy with no earlier one at its place (its first iteration)
+        first_at_place[self.next_at_place[self.next_at_place >= 0]] = False
         self.iteration = iteration
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
         self.drifting = np.zeros(0, np.int64)  # trusted classes' copies not yet read for the drift (``_drift``)
+        self.first_at_place = first_at_place  # ... which is read only on copies first at their place
         self.drift_ratios: deque = deque(maxlen=DRIFT_COPIES)  # the last DRIFT_COPIES of them, ...
         self.drift_copies = 0  # ... of so many read
         self.drift = 1.0  # the stretch of paced timers starting now (``_drift``), ...
         self.drift_range = (1.0, 1.0)  # ... the least and most it has been
         self._small_beside: dict = {}  # class -> the small classes' flows on its data ports (``_small_on``)
         self.next_drift_scan = 0
+        self.next_stretch_scan = 0
         recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
         self.watch = network[recurring]  # copies whose times are still to be read
+        # copies first at their place with copies at it later, not started yet: when one starts, the
+        # drift then is its later places' stretch (``_stretch_places``)
+        self.placing = self.watch[first_at_place[self.watch] & (self.next_at_place[self.watch] >= 0)]
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
@@ -168,7 +177,8 @@ class Recurring:
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
         self.counters = {"memo_recurring_classes": int((counts > self.trust).sum()), "memo_recurring_trusted": 0,
                          "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
-                         "memo_recurring_placed": 0, "memo_recurring_retimed": 0}
+                         "memo_recurring_placed": 0, "memo_recurring_retimed": 0,
+                         "memo_recurring_drift_placed": 0}
 
     def start(self, engine, session) -> None:
         """Before the first event: the flows of classes too small to learn (at most ``trust`` copies:
@@ -220,8 +230,12 @@ class Recurring:
         if len(self.simulated) and engine.now >= self.next_place_scan:  # their places recur an iteration later
             self.next_place_scan = engine.now + SCAN_PLACES_NS
             self._simulated_places(engine)
+        if len(self.placing) and engine.now >= self.next_stretch_scan:
+            self.next_stretch_scan = engine.now + SCAN_PLACES_NS
+            self._stretch_places(engine)
         if len(self.drifting) and engine.now >= self.next_drift_scan:
             self.next_drift_scan = engine.now + SCAN_PLACES_NS
+            self._stretch_places(engine)  # those that started under the drift about to change
             self._drift(engine)
         if engine.now < self.next_scan or not (len(self.watch) or len(self.follow)):
             return
@@ -389,16 +403,17 @@ class Recurring:
             self.simulated = np.concatenate([self.simulated, has_next])
         if not len(waiting):
             return
-        self.drifting = np.concatenate([self.drifting, waiting])
+        self.drifting = np.concatenate([self.drifting, waiting[self.first_at_place[waiting]]])
         alone = np.asarray(self.alone[c], dtype=np.int64)  # (alone pace to the last byte received, then its last ACK)
         times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)[np.arange(len(waiting)) % len(alone)]
         self._make_timers(engine, session, c, waiting, times, digest)
 
     def _drift(self, engine) -> None:
-        """Trusted classes' copies simulated from their start that finished since the last look (a
-        foreign flow met them when they were due): their times at their alone pace against their
-        class's learned one, whose median over the last ``DRIFT_COPIES`` stretches the paced timers
-        starting from now (``EngineView.stretch_timers``).  Why: a class is learned from its first
+        """Trusted classes' copies first at their place (``_stretch_places``), simulated from their
+        start, that finished since the last look (a foreign flow met them when they were due): their
+        times at their alone pace against their class's learned one, whose median over the last
+        ``DRIFT_COPIES`` stretches the paced timers starting from now (``EngineView.stretch_timers``).
+        Why: a class is learned from its first
         copies, and its later ones run slower at their alone pace, which the busiest port's count of
         flows does not explain; on the 128-GPU DDP fat-tree (HPCC) the timers ran 0.5-1.9% short at
         400-900 ms and 3.1-3.7% short at 1000-1100 ms, -1.5% in all, and their copies simulated after
@@ -425,6 +440,30 @@ class Recurring:
             self.drift = float(np.median(self.drift_ratios))
             engine.stretch_timers(self.drift)
             self.drift_range = (min(self.drift_range[0], self.drift), max(self.drift_range[1], self.drift))
+
+    def _stretch_places(self, engine) -> None:
+        """Copies first at their place that started since the last look: their places' copies in
+        later iterations take, as a stretch of their own (``EngineView.stretch_each``), the drift
+        that was in effect when they started, and the drift is read no more on later iterations'
+        copies (``_take``).  Why: the drift follows the time in an iteration (the 128-GPU DDP
+        fat-tree's first iteration under HPCC: 1.0 to 400 ms, about 1.005-1.014 from 500 to 1200
+        ms, 0.988 at its end, where stage 0's last all-reduces run alone), and it repeats there
+        with its places.  Read on in later iterations, where nearly every copy is a timer, from the
+        few simulated beside them, it ended at 0.988 and made iterations 2-4 of a 4-iteration
+        replay 0.9-1.2% short and their mean FCT 1.5-1.6% short; with the end of the first
+        iteration's drift kept for them, the same; at no stretch, 1.1-1.4% long (README, "Four
+        iterations with the sends and the drift")."""
+        started = engine.started(self.placing)
+        if not started.any():
+            return
+        later = self.next_at_place[self.placing[started]]
+        self.placing = self.placing[~started]
+        while len(later):  # iteration by iteration, the copies at the same places
+            waiting = later[~engine.started(later)]
+            engine.stretch_each(waiting, self.drift)
+            self.counters["memo_recurring_drift_placed"] += len(waiting)
+            later = self.next_at_place[later]
+            later = later[later >= 0]
 
     def _small_on(self, engine, c: int) -> np.ndarray:
         """The small classes' flows whose data leave a port class c's data leaves."""
