@@ -187,7 +187,8 @@ def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatc
 def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_path, monkeypatch, capsys):
     """``--cache``: the first call simulates the full run and its noise draw and keeps them, a later
     one takes them from there (no full simulation) and prints the same full row; ``--no-plain``
-    skips the wormhole run without a memo, ``--no-floor`` the draw.  Catches the cache not being read or not being written."""
+    skips the wormhole run without a memo, ``--no-floor`` the draw.  Catches the cache not being
+    read or not being written."""
     import wormhole_replay.replay as replay_module
 
     full_runs = []

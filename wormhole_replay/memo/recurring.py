@@ -131,13 +131,13 @@ class Recurring:
         by = np.lexsort((iteration[network], self.place[network], cls))
         same = (np.diff(cls[by]) == 0) & (np.diff(self.place[network][by]) == 0)
         self.next_at_place[network[by][:-1][same]] = network[by][1:][same]
-        first_at_place = np.ones(len(flows), bool)  # a copy with no earlier one at its place (its first iteration)
-        first_at_place[self.next_at_place[self.next_at_place >= 0]] = False
+        # a copy with no earlier one at its place (its first iteration): the drift is read only on these
+        self.first_at_place = np.ones(len(flows), bool)
+        self.first_at_place[self.next_at_place[self.next_at_place >= 0]] = False
         self.iteration = iteration
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
         self.drifting = np.zeros(0, np.int64)  # trusted classes' copies not yet read for the drift (``_drift``)
-        self.first_at_place = first_at_place  # ... which is read only on copies first at their place
         self.drift_ratios: deque = deque(maxlen=DRIFT_COPIES)  # the last DRIFT_COPIES of them, ...
         self.drift_copies = 0  # ... of so many read
         self.drift = 1.0  # the stretch of paced timers starting now (``_drift``), ...
@@ -149,7 +149,7 @@ class Recurring:
         self.watch = network[recurring]  # copies whose times are still to be read
         # copies first at their place with copies at it later, not started yet: when one starts, the
         # drift then is its later places' stretch (``_stretch_places``)
-        self.placing = self.watch[first_at_place[self.watch] & (self.next_at_place[self.watch] >= 0)]
+        self.placing = self.watch[self.first_at_place[self.watch] & (self.next_at_place[self.watch] >= 0)]
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
@@ -413,11 +413,11 @@ class Recurring:
         start, that finished since the last look (a foreign flow met them when they were due): their
         times at their alone pace against their class's learned one, whose median over the last
         ``DRIFT_COPIES`` stretches the paced timers starting from now (``EngineView.stretch_timers``).
-        Why: a class is learned from its first
-        copies, and its later ones run slower at their alone pace, which the busiest port's count of
-        flows does not explain; on the 128-GPU DDP fat-tree (HPCC) the timers ran 0.5-1.9% short at
-        400-900 ms and 3.1-3.7% short at 1000-1100 ms, -1.5% in all, and their copies simulated after
-        all ran 0.4-2% slower than their class at their alone pace (README, "Recurring flows").
+        Why: a class is learned from its first copies, and its later ones run slower at their alone
+        pace, which the busiest port's count of flows does not explain; on the 128-GPU DDP fat-tree
+        (HPCC) the timers ran 0.5-1.9% short at 400-900 ms and 3.1-3.7% short at 1000-1100 ms, -1.5%
+        in all, and their copies simulated after all ran 0.4-2% slower than their class at their
+        alone pace (README, "Recurring flows").
         Copies whose data met a small class's flow (a pipeline send) are left out: HPCC lets a new
         flow through ahead of a long one, which the count of flows does not hold either, and the
         sends' neighbours at 360-390 ms ran at 0.8 of their class (a stretch of 0.8 there put the

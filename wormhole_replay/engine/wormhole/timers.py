@@ -70,9 +70,8 @@ from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FF_PACE_GAIN
                       FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA,
                       FT_START, FT_STATE, FT_TIMER_AT, FT_TIMER_STRETCH, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA,
                       PT_MEMO_DATA_GROUP, PT_PART, PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW,
-                      ST_WH_EV_SKIPPED,
-                      ST_WH_TIMER_STRETCH, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, STRETCH_ONE, TM_ALONE, TM_BPS, TM_DONE, TM_FLOW,
-                      TM_SHARERS, TM_SINCE, WP_STATE)
+                      ST_WH_EV_SKIPPED, ST_WH_TIMER_STRETCH, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, STRETCH_ONE, TM_ALONE, TM_BPS,
+                      TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
 from ..nic import start_flow
 from ..queue import q_remove, q_set
 from ..share import accrue, reserve
