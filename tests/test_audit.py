@@ -87,6 +87,21 @@ def test_iterations_and_collectives_match_on_their_keys():
     assert list(mc["error"]) == pytest.approx([0.2, 0.0])
 
 
+def test_a_ranks_timeline_end_is_its_last_op_of_the_iteration():
+    """``rank_ends``: rank 0 ends iteration 0 with a compute op at 100 (full) and 110 (other), rank 1
+    with a flow at 80 (both); iteration 0 spans 0-100 in full, so rank 0 is 10% late; in iteration
+    1 (span 100-300) rank 1 is 20 early (-10%).  ``rank_end_stat`` is the largest magnitude, None
+    without ranks."""
+    full = pd.DataFrame({"flow_id": range(5), "iteration": [0, 0, 0, 1, 1], "rank": [0, 0, 1, 0, 1],
+                         "start_ns": [0, 10, 5, 100, 120], "finish_ns": [50, 100, 80, 300, 250]})
+    other = full.assign(finish_ns=[50, 110, 80, 300, 230]).iloc[::-1]  # matched by flow id, not row
+    r = C.rank_ends(full, other)
+    assert r[["iteration", "rank"]].values.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert r["shift"].tolist() == pytest.approx([0.1, 0.0, 0.0, -0.1])
+    assert C.rank_end_stat(full, other) == pytest.approx(0.1) and C.rank_end_stat(full, full) == 0
+    assert C.rank_end_stat(full.drop(columns="rank"), other) is None  # a flow file: no ranks
+
+
 def test_worst_flows_name_the_memo_entries_and_jumps_that_touched_them():
     full = _flows([100, 100, 100, 100])
     fast = _flows([100, 150, 120, 101])

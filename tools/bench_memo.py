@@ -47,7 +47,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from wormhole_replay.audit.compare import perturb_ops
+from wormhole_replay.audit.compare import perturb_ops, rank_ends
 from wormhole_replay.options import fraction
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.trace import Trace, load_trace
@@ -75,16 +75,19 @@ def errors(base, other) -> tuple[float, float, float, float]:
 
 def by_iteration(base, other) -> dict:
     """Per iteration index: ``other``'s duration error against ``base``, its network flows' mean-FCT
-    error and per-flow FCT error mean and p99 (a long replay can be right in all and wrong in one)."""
+    error, per-flow FCT error mean and p99 (a long replay can be right in all and wrong in one), and
+    how far its worst rank's timeline ended from ``base``'s (``compare.rank_ends``: a fraction of
+    the iteration; the next iteration starts from the first stage-0 rank done)."""
     net = ~base.flows["virtual"].to_numpy()
     it = base.flows["iteration"].to_numpy()
     a, b = base.flows["fct_ns"].to_numpy(float), other.flows["fct_ns"].to_numpy(float)
     da, db = base.iterations["duration_ns"].to_numpy(float), other.iterations["duration_ns"].to_numpy(float)
+    shift = rank_ends(base.flows, other.flows).groupby("iteration")["shift"].agg(lambda x: x.abs().max())
     out = {}
     for k, i in enumerate(base.iterations["index"].astype(int)):
         m = net & (it == i)
         mean, p99, mean_fct = _flow_errors(a[m], b[m])
-        out[i] = (db[k] / da[k] - 1, mean_fct, mean, p99)
+        out[i] = (db[k] / da[k] - 1, mean_fct, mean, p99, float(shift.get(i, np.nan)))
     return out
 
 
@@ -163,12 +166,12 @@ def main() -> int:
         cells = ", ".join(f"#{int(i)} {s:.2f} s ({first / max(s, 1e-3):.1f}x) hits {int(h)}/{int(n)} ({q:.0%})"
                           for i, s, h, n, q in zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
         print(f"{name} iterations: {cells}")
-    print("per iteration against full (duration, mean FCT, per-flow FCT error mean / p99):")
+    print("per iteration against full (duration, mean FCT, per-flow FCT error mean / p99, worst rank's end):")
     for name, r in (("cold", cold), ("warm", warm), ("floor", floor)):
         if r is None:
             continue
-        print(f"  {name:5s} " + "; ".join(f"#{i} {d:+.2%}, {mf:+.2%}, {m:.2%} / {p99:.2%}"
-                                          for i, (d, mf, m, p99) in by_iteration(full, r).items()))
+        print(f"  {name:5s} " + "; ".join(f"#{i} {d:+.2%}, {mf:+.2%}, {m:.2%} / {p99:.2%}, {re:.2%}"
+                                          for i, (d, mf, m, p99, re) in by_iteration(full, r).items()))
     m, p99, it, mf = errors(cold, warm)
     print(f"warm vs cold: wall {cold.counters['wall_seconds'] / warm.counters['wall_seconds']:.2f}x faster; "
           f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}; mean FCT {mf:+.2%}")

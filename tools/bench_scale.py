@@ -22,10 +22,11 @@ cached under ``--cache`` in a folder named by a digest of their inputs (trace, t
 package version): a later run of this tool reuses them, and its speedups then compare a cached
 full wall time with a fresh one, which is only fair on a quiet machine (``events avoided`` does
 not depend on the machine).  Per row: full and wormhole wall time, speedup, events avoided,
-per-flow FCT error (mean and p99), mean-FCT error, largest iteration-time error, and the noise
-floor's same statistics; ``verdict`` holds the run to the contention issue's bounds: per statistic
-the larger of the absolute bound (FCT mean 1%, p99 5%, iteration 1%) and the noise floor, and the
-mean FCT within 1% always.  ``--where`` prints under each row where the error sits (``where``): by
+per-flow FCT error (mean and p99), mean-FCT error, largest iteration-time error, ``rank_end`` (how
+far the worst rank's timeline ended from full's, a fraction of its iteration: shown, not judged),
+and the noise floor's same statistics; ``verdict`` holds the run to the contention issue's bounds:
+per statistic the larger of the absolute bound (FCT mean 1%, p99 5%, iteration 1%) and the noise
+floor, and the mean FCT within 1% always.  ``--where`` prints under each row where the error sits (``where``): by
 the share of each flow's bytes fast-forwarded and by start quarter, each group's mean signed error
 and total FCT against full's, beside the first noise draw's on the same flows.
 
@@ -160,8 +161,11 @@ def perturbed(cache: Path, trace_path: Path, topo: str, delay_ns: int = 1) -> Pa
 
 
 def errors(full: dict, other: dict) -> dict:
-    """Per-flow FCT error mean and p99 (network flows), mean-FCT error, largest iteration error."""
-    from wormhole_replay.audit.compare import error_stats, iteration_stats, match_flows, match_iterations
+    """Per-flow FCT error mean and p99 (network flows), mean-FCT error, largest iteration error, and
+    ``rank_end``: how far the worst rank's timeline ended from full's, as a fraction of its
+    iteration (``compare.rank_end_stat``; shown beside its floor, not part of the verdict: the
+    bounds are the issue's)."""
+    from wormhole_replay.audit.compare import error_stats, iteration_stats, match_flows, match_iterations, rank_end_stat
 
     read = lambda r: (pd.read_parquet(r["dir"] / "flows.parquet"), pd.read_csv(r["dir"] / "iterations.csv"))
     (ff, fi), (of, oi) = read(full), read(other)
@@ -170,7 +174,7 @@ def errors(full: dict, other: dict) -> dict:
     s = error_stats(net["error"])
     mean_fct = float(net["fct_wormhole"].mean() / net["fct_full"].mean() - 1)
     return {"fct_mean": s["mean"], "fct_p99": s["p99"], "mean_fct": mean_fct,
-            "iteration": iteration_stats(match_iterations(fi, oi))["max"]}
+            "iteration": iteration_stats(match_iterations(fi, oi))["max"], "rank_end": rank_end_stat(ff, of)}
 
 
 def where(full_flows: pd.DataFrame, other_flows: pd.DataFrame, quarters: int = 4,
@@ -340,7 +344,8 @@ def main() -> int:
     a.cache.mkdir(parents=True, exist_ok=True)
     rows = []
     cols = ("workload", "topology", "cc", "full_s", "wormhole_s", "speedup", "events_avoided", "fct_mean", "fct_p99",
-            "mean_fct", "iteration", "noise_fct_mean", "noise_fct_p99", "noise_iteration", "wormhole_rss_mb", "verdict")
+            "mean_fct", "iteration", "rank_end", "noise_fct_mean", "noise_fct_p99", "noise_iteration", "noise_rank_end",
+            "wormhole_rss_mb", "verdict")
     print(" ".join(f"{c:>14}" for c in cols))
     for name in a.only or WORKLOADS:
         for topo in WORKLOADS[name][1]:

@@ -130,6 +130,38 @@ def match_collectives(full: pd.DataFrame, other: pd.DataFrame, side: str = "worm
     return m
 
 
+def rank_ends(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (job, iteration, rank): when the rank's last op of the iteration ended on each
+    side (its flows' and compute ops' last ``finish_ns``), and ``shift``, the other side's end
+    less full's as a fraction of full's iteration span (its first start to its last end).  An
+    iteration's duration is read off its first and last rank, so a run can be right in every
+    duration and still have one rank's timeline tens of milliseconds off: the next iteration then
+    starts from it (measured on the 128-GPU DDP fat-tree, README "Recurring flows").  Empty where
+    the flows have no ranks (a flow file)."""
+    if "rank" not in full_flows or "iteration" not in full_flows:
+        return pd.DataFrame(columns=["iteration", "rank", "end_full", "end_other", "span_ns", "shift"])
+    keys = [c for c in ("job", "iteration", "rank") if c in full_flows]
+    on = ["flow_id"] if "flow_id" in full_flows and "flow_id" in other_flows else []  # else row by row
+    a = full_flows[on + keys + ["start_ns", "finish_ns"]]
+    b = other_flows[on + ["finish_ns"]].rename(columns={"finish_ns": "finish_other"})
+    t = a.merge(b, on=on, validate="one_to_one") if on else \
+        pd.concat([a.reset_index(drop=True), b.reset_index(drop=True)], axis=1)
+    t = t[(t["finish_ns"] >= 0) & (t["finish_other"] >= 0)]
+    per = t.groupby(keys, sort=True).agg(end_full=("finish_ns", "max"), end_other=("finish_other", "max")).reset_index()
+    outer = [k for k in keys if k != "rank"]
+    span = t.groupby(outer).agg(first=("start_ns", "min"), last=("finish_ns", "max"))
+    per = per.merge((span["last"] - span["first"]).rename("span_ns").reset_index(), on=outer)
+    per["shift"] = (per["end_other"] - per["end_full"]) / per["span_ns"]
+    return per
+
+
+def rank_end_stat(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> float | None:
+    """The largest ``rank_ends`` shift in magnitude: how far the worst rank's timeline ended from
+    full's, as a fraction of its iteration (None without ranks)."""
+    shift = rank_ends(full_flows, other_flows)["shift"]
+    return float(shift.abs().max()) if len(shift) else None
+
+
 def iteration_stats(matched_iterations: pd.DataFrame) -> dict:
     """``count``, ``mean`` and ``max`` of the iteration-time errors."""
     return error_stats(matched_iterations["error"], keys=("count", "mean", "max"))
