@@ -353,6 +353,7 @@ def test_audit_writes_a_self_contained_report_and_consistent_tables(first_audit)
     # test_memo.py::test_a_spot_checked_memo_hit_delivers_what_its_entry_says, where checks finish)
     assert sc["error"]["count"] == sc["count"] - sc["interrupted"]
     assert audit["noise_floor"] is None and "No noise floor measured" in text
+    assert 0 <= audit["rank_end"]["max"] < 0.5 and "timeline end (of its iteration)" in text
     meta = json.loads((out / "full" / "baseline.json").read_text())
     assert meta["identity"]["cc"] == "hpcc" and meta["identity"]["iterations"] == 3
     assert meta["identity"]["topology"] == SMALL_TOPO and len(meta["identity"]["trace_sha256"]) == 64
@@ -397,6 +398,7 @@ def test_noise_floor_draws_are_saved_and_reused(noise_audit, small_trace, tmp_pa
     assert two["runs"]["noise_floor"] == "simulated" and len(nf["draws"]) == 2
     assert [d["perturbation"]["delta_ns"] for d in nf["draws"]] == [1, 10]
     assert nf["fct_error"]["mean"] == max(d["fct_error"]["mean"] for d in nf["draws"]) > 0
+    assert nf["rank_end"]["max"] == max(d["rank_end"]["max"] for d in nf["draws"])  # the worst rank, widest draw
     _check_json_matches_tables(n2, two)
     text = _check_report(n2 / "report.html")
     assert "widest of 2 draws" in text and "draw 2" in text
