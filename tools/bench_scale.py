@@ -26,9 +26,9 @@ per-flow FCT error (mean and p99), mean-FCT error, largest iteration-time error,
 far the worst rank's timeline ended from full's, a fraction of its iteration: shown, not judged),
 and the noise floor's same statistics; ``verdict`` holds the run to the contention issue's bounds:
 per statistic the larger of the absolute bound (FCT mean 1%, p99 5%, iteration 1%) and the noise
-floor, and the mean FCT within 1% always.  ``--where`` prints under each row where the error sits (``where``): by
-the share of each flow's bytes fast-forwarded and by start quarter, each group's mean signed error
-and total FCT against full's, beside the first noise draw's on the same flows.
+floor, and the mean FCT within 1% always.  ``--where`` prints under each row where the error sits
+(``where``): by the share of each flow's bytes fast-forwarded and by start quarter, each group's
+mean signed error and total FCT against full's, beside the first noise draw's on the same flows.
 
     python tools/bench_scale.py                               # every row, both CCs (hours)
     python tools/bench_scale.py --only aicb --cc hpcc --topology fat-tree

@@ -136,16 +136,14 @@ def rank_ends(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFra
     less full's as a fraction of full's iteration span (its first start to its last end).  An
     iteration's duration is read off its first and last rank, so a run can be right in every
     duration and still have one rank's timeline tens of milliseconds off: the next iteration then
-    starts from it (measured on the 128-GPU DDP fat-tree, README "Recurring flows").  Empty where
-    the flows have no ranks (a flow file)."""
+    starts from it (measured on the 128-GPU DDP fat-tree, README "Per-rank timelines").  Flows
+    are matched by ``flow_id``; empty where they have no ranks (a flow file)."""
     if "rank" not in full_flows or "iteration" not in full_flows:
         return pd.DataFrame(columns=["iteration", "rank", "end_full", "end_other", "span_ns", "shift"])
     keys = [c for c in ("job", "iteration", "rank") if c in full_flows]
-    on = ["flow_id"] if "flow_id" in full_flows and "flow_id" in other_flows else []  # else row by row
-    a = full_flows[on + keys + ["start_ns", "finish_ns"]]
-    b = other_flows[on + ["finish_ns"]].rename(columns={"finish_ns": "finish_other"})
-    t = a.merge(b, on=on, validate="one_to_one") if on else \
-        pd.concat([a.reset_index(drop=True), b.reset_index(drop=True)], axis=1)
+    t = full_flows[["flow_id"] + keys + ["start_ns", "finish_ns"]].merge(
+        other_flows[["flow_id", "finish_ns"]].rename(columns={"finish_ns": "finish_other"}), on="flow_id",
+        validate="one_to_one")
     t = t[(t["finish_ns"] >= 0) & (t["finish_other"] >= 0)]
     per = t.groupby(keys, sort=True).agg(end_full=("finish_ns", "max"), end_other=("finish_other", "max")).reset_index()
     outer = [k for k in keys if k != "rank"]
