@@ -90,17 +90,33 @@ def _lock(out: Path):
         os.close(fd)
 
 
-@contextmanager
-def _sigterm_interrupts():
-    """SIGTERM stops a sweep as Ctrl-C does: cancel, keep what finished, write the table."""
-    def stop(signum, frame):
+class _Interrupts:
+    """Ctrl-C and SIGTERM stop a sweep: cancel, keep what finished, write the table, exit 130.
+
+    The handler remembers the signal as well as raising KeyboardInterrupt, because Python swallows
+    an exception raised inside a finalizer (a signal landing in pyarrow's ``ParquetWriter.__del__``
+    was printed as "Exception ignored" and the sweep ran every point to exit status 0): the sweep's
+    loop and its end look at ``seen`` too."""
+
+    def __init__(self):
+        self.seen = False
+
+    def _stop(self, signum, frame):
+        self.seen = True
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    @contextmanager
+    def installed(self):
+        # (SIGINT left ignored where it was: a shell's background job keeps running on Ctrl-C)
+        caught = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not signal.SIG_IGN]
+        previous = {s: signal.signal(s, self._stop) for s in caught}
+        try:
+            yield self
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        if self.seen:
+            raise KeyboardInterrupt
 
 
 def _say(args, text: str) -> None:
@@ -122,11 +138,11 @@ def run(args) -> int:
     _check_out(out)
     workers = args.workers or default_workers()
     done = sum(1 for p in points if (read_record(out, p) or {}).get("status") == "ok")
-    with _sigterm_interrupts():
+    with _Interrupts().installed() as interrupts:
         if done == len(points):
             where, memo_url = "no worker (all points had finished)", None
             with _lock(out):
-                result = run_sweep(spec, points, out, None, None, progress=False)
+                result = run_sweep(spec, points, out, None, None, progress=False, stopped=lambda: interrupts.seen)
         else:  # the scheduler before the memo database: an unreachable one leaves nothing written
             with open_client(workers, args.scheduler) as (client, where):
                 memo_db, memo_url, backend = _memo(args, points, out)
@@ -136,7 +152,8 @@ def run(args) -> int:
                 _say(args, f"{len(points)} points ({done} finished before), {len(points) - done} to run on {where}; "
                            f"memo: {memo_url or 'none'}")
                 with _lock(out):
-                    result = run_sweep(spec, points, out, client, memo_db, progress=not args.quiet)
+                    result = run_sweep(spec, points, out, client, memo_db, progress=not args.quiet,
+                                       stopped=lambda: interrupts.seen)
     result.update(workers=where, memo_db=memo_url)
     if args.json:
         print(json.dumps(result))

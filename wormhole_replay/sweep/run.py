@@ -161,10 +161,12 @@ class _Started:
             return self._starts[point_id]
 
 
-def run_sweep(spec: Spec, points: list[Point], out: Path, client, memo_db: str | None, progress: bool = True) -> dict:
+def run_sweep(spec: Spec, points: list[Point], out: Path, client, memo_db: str | None, progress: bool = True,
+              stopped=lambda: False) -> dict:
     """Run the points of ``spec`` not finished in ``out`` on ``client``'s cluster (None will do when
     all have), sharing the memo database ``memo_db`` (None: none); write the folder. Returns the
-    summary (``summary``)."""
+    summary (``summary``). ``stopped()`` true stops it as KeyboardInterrupt does (checked each tick,
+    for an interrupt that a finalizer swallowed)."""
     from distributed import wait
     from tqdm import tqdm
 
@@ -187,6 +189,8 @@ def run_sweep(spec: Spec, points: list[Point], out: Path, client, memo_db: str |
     pending, failed = set(futures), 0
     try:
         while pending:
+            if stopped():
+                raise KeyboardInterrupt
             try:
                 finished, pending = wait(pending, timeout=TICK_SECONDS, return_when="FIRST_COMPLETED")
             except TimeoutError:
