@@ -287,7 +287,6 @@ def build(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, fast_f
     with_int = cfg.cc_mode == 3
     pk = new_packets(INITIAL_PACKETS, with_int)
     st = np.zeros(L.ST_LEN, np.int64)
-    st[L.ST_WH_TIMER_STRETCH] = L.STRETCH_ONE
     st[L.ST_FREE] = 0
     st[L.ST_NFREE] = INITIAL_PACKETS
     st[L.ST_RNG] = (cfg.rng_seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) & 0x7FFFFFFFFFFFFFFF or 1

@@ -141,8 +141,7 @@ FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns)
 FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
 FT_MEMO_TIMER = 58  # != 0: the memo made this network flow a timer, learned with the others of this value (timers.py)
 FT_TIMER_AT = 59  # ... while such a timer runs: its place in parts.timers (-1 otherwise)
-FT_TIMER_STRETCH = 60  # ... a paced timer's own stretch (/ STRETCH_ONE) if > 0, else the run's (ST_WH_TIMER_STRETCH)
-FT_LEN = 61
+FT_LEN = 60
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate
@@ -307,9 +306,7 @@ ST_WH_FLUID_THAWS = 40  # fluid flows thawed before their planned end (a neighbo
 ST_WH_MEAN_JUMPS = 41  # fast-forwards at the window's mean rates of shares that wander (jump.stationary)
 ST_WH_TIMERS = 42  # the memo's timers running (parts.timers[:n])
 ST_WH_TIMERS_THAWED = 43  # ... made packet flows half-way, a foreign flow having started beside them
-ST_WH_TIMER_STRETCH = 44  # paced timers starting now cover their alone time times this / STRETCH_ONE (recurring.py's drift)
-ST_LEN = 45
-STRETCH_ONE = 1_000_000
+ST_LEN = 44
 
 # --- wormhole partitions: parts.table int64[K, WP_LEN]; parts.live; parts.samples float64[F, l] ---
 WP_STATE = 0  # 0 free, 1 live (simulated packet by packet), 2 frozen (being fast-forwarded)

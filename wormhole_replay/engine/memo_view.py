@@ -306,20 +306,6 @@ class EngineView:
         hops = self._ports_end(at) - ft[at, L.FT_DPATH]
         e.state[L.ST_WH_EV_SKIPPED] += int((packets * 2 * hops).sum())  # as a jump counts them
 
-    def stretch_timers(self, factor: float) -> None:
-        """Paced timers that start from now cover ``factor`` times the alone time they were given
-        (not those at a place's time as simulated, whose gain is infinite, nor those given a stretch
-        of their own, ``stretch_each``)."""
-        self._e.state[L.ST_WH_TIMER_STRETCH] = int(round(factor * L.STRETCH_ONE))
-
-    def stretch_each(self, flows, factors) -> None:
-        """Network ``flows``, none started, if paced timers when they start, cover ``factors`` (one,
-        or one each) times their alone time, whatever the run's stretch (``stretch_timers``)."""
-        ft = self._e.flows.table
-        at = np.asarray(flows, np.int64)
-        assert not (ft[at, L.FT_STATE] != 0).any()
-        ft[at, L.FT_TIMER_STRETCH] = np.round(np.asarray(factors, np.float64) * L.STRETCH_ONE).astype(np.int64)
-
     def retime_timers(self, flows, rx_ns, fct_ns, gain: float) -> None:
         """Timers ``flows``, none started, take new times (as ``make_timers``) at pace ``gain``."""
         ft = self._e.flows.table

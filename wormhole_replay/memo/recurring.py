@@ -43,12 +43,12 @@ classes its run sends (the workload, up to timing), so that a later run of the s
 every copy from the first (where the entry's copies agree within that run's spread); another
 workload, whose contention may differ, never hits it.
 
-Later copies of a class run slower at their alone pace than its first ones, which the busiest
-port's count of flows does not explain; the paced timers starting at any moment are stretched by
-the median ratio of the trusted classes' copies simulated after all, lately, to their class's
-learned time (``_drift``).  That drift follows the time in an iteration, so it is read only on
-copies first at their place (the first iteration), and a copy in a later iteration is stretched
-by the drift its place's first copy started under (``_stretch_places``).
+A copy's sharers are the recurring classes' flows, not the small classes' (pipeline sends), which
+ring flows starve (``_flows_on``).  Counting them learned the copies sampled beside a send short,
+which a *drift* made up for (2026-12-04: the paced timers stretched by the median ratio of the
+copies simulated after all to their class's learned time); with them not counted the drift put
+the 128-GPU DDP fat-tree's mean FCT 1.42% long, and was taken out (README, "Sharers without
+the sends").
 
 What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gain are a flow-level
 model, and where a foreign flow is live on a timer's ports the timer is simulated
@@ -61,7 +61,6 @@ flows, foreign only to the timers whose data meet theirs.  The figures are in th
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 
 import numpy as np
 
@@ -87,9 +86,6 @@ GAIN_CLASSES = 16  # classes sampled before the gain is fitted and any class is 
 GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain)
 AS_SIMULATED = float("inf")  # a placed copy's pace gain: 1 beside any number of flows (``_place``)
 MOST_SHARERS = 16  # a copy's time is counted by how many flows shared its busiest port, 16 or more as 16
-DRIFT_COPIES = 256  # the drift is the median over the last 256 copies simulated from their start (``_drift``), ...
-DRIFT_FIRST = 32  # ... once there are 32, ...
-DRIFT_PER_SCAN = 8  # ... read at most 8 per look, one look every SCAN_PLACES_NS
 
 
 class Recurring:
@@ -131,25 +127,12 @@ class Recurring:
         by = np.lexsort((iteration[network], self.place[network], cls))
         same = (np.diff(cls[by]) == 0) & (np.diff(self.place[network][by]) == 0)
         self.next_at_place[network[by][:-1][same]] = network[by][1:][same]
-        # a copy with no earlier one at its place (its first iteration): the drift is read only on these
-        self.first_at_place = np.ones(len(flows), bool)
-        self.first_at_place[self.next_at_place[self.next_at_place >= 0]] = False
         self.iteration = iteration
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
-        self.drifting = np.zeros(0, np.int64)  # trusted classes' copies not yet read for the drift (``_drift``)
-        self.drift_ratios: deque = deque(maxlen=DRIFT_COPIES)  # the last DRIFT_COPIES of them, ...
-        self.drift_copies = 0  # ... of so many read
-        self.drift = 1.0  # the stretch of paced timers starting now (``_drift``), ...
-        self.drift_range = (1.0, 1.0)  # ... the least and most it has been
-        self._small_beside: dict = {}  # class -> the small classes' flows on its data ports (``_small_on``)
-        self.next_drift_scan = 0
-        self.next_stretch_scan = 0
-        recurring = counts[cls] > self.trust[cls]  # a class with copies left to take once it is trusted
+        self.learnable = counts > self.trust  # per class: copies left to take once it is trusted
+        recurring = self.learnable[cls]  # per network flow
         self.watch = network[recurring]  # copies whose times are still to be read
-        # copies first at their place with copies at it later, not started yet: when one starts, the
-        # drift then is its later places' stretch (``_stretch_places``)
-        self.placing = self.watch[self.first_at_place[self.watch] & (self.next_at_place[self.watch] >= 0)]
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
@@ -161,7 +144,7 @@ class Recurring:
         self.waiting: list = []  # classes sampled, waiting for the gain before their copies are judged
         self.gains: dict = {}  # class -> the gain its alone times are at (its entry's, or self.gain when learned)
         self.tolerance = tolerance
-        self._on_port = None  # data port -> the network flows whose data leaves it (``spent_beside``)
+        self._on_port = None  # data port -> the recurring classes' flows whose data leave it (``_flows_on``)
         self.trusted: set = set()
         self.refuted: set = set()  # classes whose first copies disagreed: simulated for the rest of the run, ...
         self.by_place = tolerance > AGREE_TOLERANCE  # ... but at a wide spread taken by place (``_place``)
@@ -177,8 +160,7 @@ class Recurring:
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
         self.counters = {"memo_recurring_classes": int((counts > self.trust).sum()), "memo_recurring_trusted": 0,
                          "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
-                         "memo_recurring_placed": 0, "memo_recurring_retimed": 0,
-                         "memo_recurring_drift_placed": 0}
+                         "memo_recurring_placed": 0, "memo_recurring_retimed": 0}
 
     def start(self, engine, session) -> None:
         """Before the first event: the flows of classes too small to learn (at most ``trust`` copies:
@@ -230,13 +212,6 @@ class Recurring:
         if len(self.simulated) and engine.now >= self.next_place_scan:  # their places recur an iteration later
             self.next_place_scan = engine.now + SCAN_PLACES_NS
             self._simulated_places(engine)
-        if len(self.placing) and engine.now >= self.next_stretch_scan:
-            self.next_stretch_scan = engine.now + SCAN_PLACES_NS
-            self._stretch_places(engine)
-        if len(self.drifting) and engine.now >= self.next_drift_scan:
-            self.next_drift_scan = engine.now + SCAN_PLACES_NS
-            self._stretch_places(engine)  # those that started under the drift about to change
-            self._drift(engine)
         if engine.now < self.next_scan or not (len(self.watch) or len(self.follow)):
             return
         self.next_scan = engine.now + SCAN_NS
@@ -300,12 +275,22 @@ class Recurring:
         return np.array([_spent(engine, on, int(s), int(r)) for s, r in zip(start, rx)])
 
     def _flows_on(self, engine, c: int) -> list:
-        """Per port class c's data leaves, the network flows whose data leaves it too."""
+        """Per port class c's data leaves, the recurring classes' flows whose data leaves it too.
+
+        Not the small classes' (``small``: pipeline sends), which a ring's flows starve: on the
+        128-GPU DDP fat-tree (HPCC) a 20 MB send crossing a ring's link took 4.7 Gb/s for 35 ms, and
+        the two ring flows beside it 38 Gb/s each, so copies sampled beside one were learned at a
+        third of the link where they had half: two connections' 3.3 MB steps (840 copies each) were
+        learned 28% short.  Counted, the paced model fed with the full run's own overlaps
+        (``tools/pace_model.py``) put the DP rings' total time -7.3% to +1.5% off; not counted,
+        -1.2% to +1.3%, per copy 6.5% -> 6.0% mean.  A timer never runs beside one's data (it is
+        simulated there, ``wormhole/timers.py``), so only learning counted them."""
         if self._on_port is None:  # a class's copies share its 4-tuple's path: one look per class
             classes: dict = {}
             for k, ports in enumerate(engine.links([int(m[0]) for m in self.members])):
-                for p in ports:
-                    classes.setdefault(p, []).append(self.members[k])
+                if self.learnable[k]:
+                    for p in ports:
+                        classes.setdefault(p, []).append(self.members[k])
             self._on_port = {p: np.concatenate(m) for p, m in classes.items()}
         return [self._on_port[p] for p in engine.links([int(self.members[c][0])])[0]]
 
@@ -403,74 +388,9 @@ class Recurring:
             self.simulated = np.concatenate([self.simulated, has_next])
         if not len(waiting):
             return
-        self.drifting = np.concatenate([self.drifting, waiting[self.first_at_place[waiting]]])
         alone = np.asarray(self.alone[c], dtype=np.int64)  # (alone pace to the last byte received, then its last ACK)
         times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)[np.arange(len(waiting)) % len(alone)]
         self._make_timers(engine, session, c, waiting, times, digest)
-
-    def _drift(self, engine) -> None:
-        """Trusted classes' copies first at their place (``_stretch_places``), simulated from their
-        start, that finished since the last look (a foreign flow met them when they were due): their
-        times at their alone pace against their class's learned one, whose median over the last
-        ``DRIFT_COPIES`` stretches the paced timers starting from now (``EngineView.stretch_timers``).
-        Why: a class is learned from its first copies, and its later ones run slower at their alone
-        pace, which the busiest port's count of flows does not explain; on the 128-GPU DDP fat-tree
-        (HPCC) the timers ran 0.5-1.9% short at 400-900 ms and 3.1-3.7% short at 1000-1100 ms, -1.5%
-        in all, and their copies simulated after all ran 0.4-2% slower than their class at their
-        alone pace (README, "Recurring flows").
-        Copies whose data met a small class's flow (a pipeline send) are left out: HPCC lets a new
-        flow through ahead of a long one, which the count of flows does not hold either, and the
-        sends' neighbours at 360-390 ms ran at 0.8 of their class (a stretch of 0.8 there put the
-        timers after it 7% short)."""
-        done = engine.finished(self.drifting)
-        if not done.any():
-            return
-        copies = _from_start(engine, self.drifting[done])
-        self.drifting = self.drifting[~done]
-        for f in copies[-DRIFT_PER_SCAN:].tolist():
-            c = int(self.class_of[f])
-            start, rx, _ = engine.flow_times([f])
-            small = self._small_on(engine, c)
-            if len(small) and _live(*engine.flow_times(small)[:2], int(start[0]), int(rx[0])).any():
-                continue
-            alone = _alone(_spent(engine, self._flows_on(engine, c), int(start[0]), int(rx[0]))[None, :], self.gains[c])
-            self.drift_ratios.append(alone[0] / np.mean([a for a, _ in self.alone[c]]))
-            self.drift_copies += 1
-        if self.drift_copies >= DRIFT_FIRST:
-            self.drift = float(np.median(self.drift_ratios))
-            engine.stretch_timers(self.drift)
-            self.drift_range = (min(self.drift_range[0], self.drift), max(self.drift_range[1], self.drift))
-
-    def _stretch_places(self, engine) -> None:
-        """Copies first at their place that started since the last look: their places' copies in
-        later iterations take, as a stretch of their own (``EngineView.stretch_each``), the drift
-        that was in effect when they started, and the drift is read no more on later iterations'
-        copies (``_take``).  Why: the drift follows the time in an iteration (the 128-GPU DDP
-        fat-tree's first iteration under HPCC: 1.0 to 400 ms, about 1.005-1.014 from 500 to 1200
-        ms, 0.988 at its end, where stage 0's last all-reduces run alone), and it repeats there
-        with its places.  Read on in later iterations, where nearly every copy is a timer, from the
-        few simulated beside them, it ended at 0.988 and made iterations 2-4 of a 4-iteration
-        replay 0.9-1.2% short and their mean FCT 1.5-1.6% short; with the end of the first
-        iteration's drift kept for them, the same; at no stretch, 1.1-1.4% long (README, "Four
-        iterations with the sends and the drift")."""
-        started = engine.started(self.placing)
-        if not started.any():
-            return
-        later = self.next_at_place[self.placing[started]]
-        self.placing = self.placing[~started]
-        while len(later):  # iteration by iteration, the copies at the same places
-            waiting = later[~engine.started(later)]
-            engine.stretch_each(waiting, self.drift)
-            self.counters["memo_recurring_drift_placed"] += len(waiting)
-            later = self.next_at_place[later]
-            later = later[later >= 0]
-
-    def _small_on(self, engine, c: int) -> np.ndarray:
-        """The small classes' flows whose data leave a port class c's data leaves."""
-        if c not in self._small_beside:
-            on = self._flows_on(engine, c)
-            self._small_beside[c] = np.intersect1d(np.concatenate(on), self.small) if on else np.zeros(0, np.int64)
-        return self._small_beside[c]
 
     def _make_timers(self, engine, session, c: int, waiting, times, entry: str | None, check: bool = True,
                      gain: float | None = None) -> int:
@@ -495,9 +415,6 @@ class Recurring:
         """At the end of the run: how many copies were simulated after all (a flow they were not
         learned with crossed their ports), and the spot checks."""
         self.counters["memo_recurring_gain"] = self.gain
-        self.counters["memo_recurring_drift"] = self.drift
-        self.counters["memo_recurring_drift_min"], self.counters["memo_recurring_drift_max"] = self.drift_range
-        self.counters["memo_recurring_drift_copies"] = self.drift_copies
         for c, times in self._finished_places(engine).items():  # the last (or, in one iteration, all)
             self.placed[c].update(times)
         for c, known in self.placed.items():  # refuted classes' copies by place, for the next run

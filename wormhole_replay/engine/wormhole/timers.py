@@ -68,9 +68,9 @@ import numpy as np
 from ..kernel import kernel
 from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FF_PACE_GAIN, FT_APATH, FT_BYTES_RX, FT_DPATH,
                       FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA,
-                      FT_START, FT_STATE, FT_TIMER_AT, FT_TIMER_STRETCH, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA,
+                      FT_START, FT_STATE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA,
                       PT_MEMO_DATA_GROUP, PT_PART, PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW,
-                      ST_WH_EV_SKIPPED, ST_WH_TIMER_STRETCH, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, STRETCH_ONE, TM_ALONE, TM_BPS,
+                      ST_WH_EV_SKIPPED, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, TM_ALONE, TM_BPS,
                       TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
 from ..nic import start_flow
 from ..queue import q_remove, q_set
@@ -254,9 +254,6 @@ def start(net, flows, events, cfg, state, parts, f):
     paced = ft[f, FT_MEMO_TIMER] < 0
     row[TM_FLOW] = f
     row[TM_ALONE] = ft[f, FT_VIRTUAL]
-    if paced and flows.rates[f, FF_PACE_GAIN] != np.inf:  # not a copy taken at its place's time as simulated
-        stretch = ft[f, FT_TIMER_STRETCH] if ft[f, FT_TIMER_STRETCH] > 0 else state[ST_WH_TIMER_STRETCH]
-        row[TM_ALONE] = ft[f, FT_VIRTUAL] * stretch // STRETCH_ONE
     row[TM_DONE] = 0
     row[TM_SINCE] = state[ST_NOW]
     row[TM_SHARERS] = _sharers(net, flows, f) if paced else 1

@@ -1,0 +1,171 @@
+#!/usr/bin/env python
+"""The recurring flows' paced model against a full run, with the full run's own overlaps.
+
+``--memo-recurring`` learns each class's copies at their *alone pace* (``memo/recurring.py``: a
+copy's time, moment by moment, at ``min(1, gain / n)`` beside the n flows' data leaving the busiest
+port its data crosses) and runs its later copies as timers that cover that time at the same pace.
+This tool separates the model's error from the engine's: it feeds the model with the full run's
+own flows (who was live on which port, when), learns each class from its samples as the memo does
+(a quarter of its copies, 8 to 32, at a spread wider than 1%; ``recurring._samples``), predicts
+every later copy (the j-th from sample j mod n, in turn, as ``Recurring._take``) and prints how far
+the prediction is from the copy's time in the full run: per copy, in total, and summed per DP ring
+(the connected groups of ranks that all-reduce together), where a ring step waits for its slowest
+flow.  A few seconds per try, where a recurring run takes minutes: the place to try a model change.
+
+Measured (2026-12-05, the 128-GPU DDP GPT-13B of ``bench_scale`` on ``fat-tree:k=8``, HPCC, its
+full run from the bench's cache): counting the small classes' flows (pipeline sends, which the
+rings starve) as sharers put the rings' totals -7.3% to +1.5% off, per copy 6.5% mean; counting
+only the recurring classes' (as ``Recurring._flows_on`` since), -1.2% to +1.3%, 6.0%.
+
+    python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
+    python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from wormhole_replay.memo.recurring import _samples
+from wormhole_replay.topology import build_topology
+from wormhole_replay.topology.routing import compute_routes, flow_path, node_path_to_ports
+
+BIN_NS = 1_000  # the model's clock: who is live on a port, per microsecond
+
+
+@njit(cache=True)
+def _occupancy(paths, start, end, counted, n_ports, n_bins):
+    """Per port and bin, how many counted flows' data leave the port (from start to last byte received)."""
+    occ = np.zeros((n_ports, n_bins), np.int16)
+    for i in range(paths.shape[0]):
+        if not counted[i]:
+            continue
+        for p in paths[i]:
+            if p < 0:
+                break
+            occ[p, start[i]] += 1
+            occ[p, end[i]] -= 1
+    for p in range(n_ports):
+        live = 0
+        for t in range(n_bins):
+            live += occ[p, t]
+            occ[p, t] = live
+    return occ
+
+
+@njit(cache=True)
+def _pace(occ, path, t, gain):
+    """The pace at bin t of a flow on ``path``: ``min(1, gain / n)``, n the most flows on one of its ports."""
+    n = 1
+    for p in path:
+        if p < 0:
+            break
+        n = max(n, occ[p, t])
+    return 1.0 if n <= 1 else min(1.0, gain / n)
+
+
+@njit(cache=True)
+def _alone_bins(occ, paths, start, end, gain):
+    """Each flow's time at its alone pace (bins)."""
+    out = np.zeros(paths.shape[0])
+    for i in range(paths.shape[0]):
+        for t in range(start[i], end[i]):
+            out[i] += _pace(occ, paths[i], t, gain)
+    return out
+
+
+@njit(cache=True)
+def _predicted_bins(occ, paths, start, alone, gain):
+    """Each flow's time to cover ``alone`` bins at its pace from its start (-1 where none is given)."""
+    out = np.full(paths.shape[0], -1.0)
+    for i in range(paths.shape[0]):
+        if alone[i] <= 0:
+            continue
+        covered, t = 0.0, start[i]
+        while covered < alone[i] and t < occ.shape[1] - 1:
+            covered += _pace(occ, paths[i], t, gain)
+            t += 1
+        out[i] = t - start[i]
+    return out
+
+
+def _paths(flows: pd.DataFrame, topology: str) -> np.ndarray:
+    """Each flow's data-path ports, -1 padded (one ECMP path per 4-tuple)."""
+    topo = build_topology(topology)
+    routes = compute_routes(topo)
+    seen: dict = {}
+    rows = []
+    for key in flows[["src", "dst", "sport", "dport"]].itertuples(index=False, name=None):
+        if key not in seen:
+            seen[key] = node_path_to_ports(topo, flow_path(topo, routes, *key, ack=False))
+        rows.append(seen[key])
+    out = np.full((len(rows), max(map(len, rows))), -1, np.int64)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
+
+
+def _rings(flows: pd.DataFrame) -> pd.Series:
+    """Each flow's DP ring: the lowest rank of the ranks its collectives' flows connect."""
+    g = nx.Graph()
+    g.add_edges_from(flows.loc[flows["kind"] == "coll", ["rank", "dst_rank"]].astype(int).itertuples(index=False))
+    ring = {r: min(c) for c in nx.connected_components(g) for r in c}
+    return flows["rank"].map(ring)
+
+
+def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float) -> pd.DataFrame:
+    """The full run's network flows with their class, whether a sample, their alone time and the
+    time the model predicts for the later copies (``predicted_ns``; -1 for samples and small classes)."""
+    net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
+    key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
+    _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    cls = cls.reshape(-1)
+    trust = _samples(counts, tolerance)
+    learnable = counts[cls] > trust[cls]
+    paths = _paths(net, topology)
+    start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
+    end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
+    counted = learnable if count == "recurring" else np.ones(len(net), bool)
+    occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
+    alone = _alone_bins(occ, paths, start, end, gain)
+    given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
+    for c in np.flatnonzero(counts > trust):
+        members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
+        k = int(trust[c])
+        sample[members[:k]] = True
+        given[members[k:]] = alone[members[:k]][np.arange(len(members) - k) % k]
+    net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
+    net["time_ns"] = (end - start) * BIN_NS
+    net["predicted_ns"] = _predicted_bins(occ, paths, start, given, gain) * BIN_NS
+    net["ring"] = _rings(net)
+    return net
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("full", type=Path, help="a full run's output folder (its flows.parquet)")
+    ap.add_argument("--topology", required=True, help="the run's topology spec")
+    ap.add_argument("--gain", type=float, default=1.1, help="the pace gain (the memo fits it: 1.1 on the DDP fat-tree)")
+    ap.add_argument("--count", choices=["recurring", "all"], default="recurring",
+                    help="sharers: the recurring classes' flows (as the memo counts them) or every flow")
+    ap.add_argument("--spread", type=float, default=1.0, help="the --memo-recurring spread (how many samples)")
+    a = ap.parse_args()
+    net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread)
+    later = net[net["predicted_ns"] >= 0]
+    err = later["predicted_ns"] / later["time_ns"] - 1
+    print(f"{len(later)} later copies of {net['cls'].nunique()} classes, gain {a.gain}, sharers: {a.count}")
+    print(f"per copy: |error| mean {err.abs().mean():.2%}, signed mean {err.mean():+.2%}; "
+          f"total time {later['predicted_ns'].sum() / later['time_ns'].sum() - 1:+.2%}")
+    rings = later.groupby("ring").agg(copies=("time_ns", "size"), predicted=("predicted_ns", "sum"), full=("time_ns", "sum"))
+    rings["total"] = rings["predicted"] / rings["full"] - 1
+    print(rings[["copies", "total"]].sort_values("total").to_string(formatters={"total": "{:+.2%}".format}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
