@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from wormhole_replay.memo.recurring import _samples
+from wormhole_replay.errors import InputError
+from wormhole_replay.memo.recurring import _paces, _samples
 from wormhole_replay.topology import build_topology
 from wormhole_replay.topology.routing import compute_routes, flow_path, node_path_to_ports
 
@@ -59,28 +60,29 @@ def _occupancy(paths, start, end, counted, n_ports, n_bins):
 
 
 @njit(cache=True)
-def _pace(occ, path, t, gain):
-    """The pace at bin t of a flow on ``path``: ``min(1, gain / n)``, n the most flows on one of its ports."""
+def _pace(occ, path, t, paces):
+    """The pace at bin t of a flow on ``path``: ``paces[n - 1]`` (``recurring._paces``), n the most
+    flows on one of its ports, at most ``len(paces)``."""
     n = 1
     for p in path:
         if p < 0:
             break
         n = max(n, occ[p, t])
-    return 1.0 if n <= 1 else min(1.0, gain / n)
+    return paces[min(n, len(paces)) - 1]
 
 
 @njit(cache=True)
-def _alone_bins(occ, paths, start, end, gain):
+def _alone_bins(occ, paths, start, end, paces):
     """Each flow's time at its alone pace (bins)."""
     out = np.zeros(paths.shape[0])
     for i in range(paths.shape[0]):
         for t in range(start[i], end[i]):
-            out[i] += _pace(occ, paths[i], t, gain)
+            out[i] += _pace(occ, paths[i], t, paces)
     return out
 
 
 @njit(cache=True)
-def _predicted_bins(occ, paths, start, alone, gain):
+def _predicted_bins(occ, paths, start, alone, paces):
     """Each flow's time to cover ``alone`` bins at its pace from its start (-1 where none is given)."""
     out = np.full(paths.shape[0], -1.0)
     for i in range(paths.shape[0]):
@@ -88,7 +90,7 @@ def _predicted_bins(occ, paths, start, alone, gain):
             continue
         covered, t = 0.0, start[i]
         while covered < alone[i] and t < occ.shape[1] - 1:
-            covered += _pace(occ, paths[i], t, gain)
+            covered += _pace(occ, paths[i], t, paces)
             t += 1
         out[i] = t - start[i]
     return out
@@ -132,7 +134,8 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
     counted = learnable if count == "recurring" else np.ones(len(net), bool)
     occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
-    alone = _alone_bins(occ, paths, start, end, gain)
+    paces = _paces(gain)  # the memo's own pace per count of sharers
+    alone = _alone_bins(occ, paths, start, end, paces)
     given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
     for c in np.flatnonzero(counts > trust):
         members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
@@ -141,7 +144,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
         given[members[k:]] = alone[members[:k]][np.arange(len(members) - k) % k]
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
     net["time_ns"] = (end - start) * BIN_NS
-    net["predicted_ns"] = _predicted_bins(occ, paths, start, given, gain) * BIN_NS
+    net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
     net["ring"] = _rings(net)
     return net
 
@@ -155,7 +158,12 @@ def main() -> int:
                     help="sharers: the recurring classes' flows (as the memo counts them) or every flow")
     ap.add_argument("--spread", type=float, default=1.0, help="the --memo-recurring spread (how many samples)")
     a = ap.parse_args()
-    net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread)
+    if not (a.full / "flows.parquet").is_file():
+        ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
+    try:
+        net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread)
+    except InputError as e:
+        ap.exit(2, f"pace_model: {e}\n")
     later = net[net["predicted_ns"] >= 0]
     err = later["predicted_ns"] / later["time_ns"] - 1
     print(f"{len(later)} later copies of {net['cls'].nunique()} classes, gain {a.gain}, sharers: {a.count}")

@@ -158,7 +158,7 @@ class Recurring:
         # that, not the entry), and the first ``spot_check`` of them are compared with the entry
         self.spot_check = spot_check
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
-        self.counters = {"memo_recurring_classes": int((counts > self.trust).sum()), "memo_recurring_trusted": 0,
+        self.counters = {"memo_recurring_classes": int(self.learnable.sum()), "memo_recurring_trusted": 0,
                          "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
                          "memo_recurring_placed": 0, "memo_recurring_retimed": 0}
 
