@@ -12,7 +12,8 @@ from wormhole_replay.engine.simulate import simulate as simulate_engine
 from wormhole_replay.errors import InputError
 from wormhole_replay.memo import exchange
 from wormhole_replay.memo.entry import MemoEntry, validate
-from wormhole_replay.memo.recurring import MOST_SHARERS, _alone, _samples, _spent, agree, fit_gain, tolerance_of
+from wormhole_replay.memo.recurring import (AS_SIMULATED, MOST_SHARERS, SMALL_GROUP, _alone, _samples, _spent, agree,
+                                            fit_gain, tolerance_of)
 from wormhole_replay.memo.store import MemoStore
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.generators import GptShape, gpt_trace
@@ -170,6 +171,28 @@ def test_a_single_iterations_refuted_classes_are_stored_by_place_at_its_end(tmp_
     assert warm.counters["wormhole"]["memo_recurring_placed"] == 14 * refuted
 
 
+def test_a_small_class_is_replayed_aside_from_the_memo_by_copy(tmp_path):
+    """A class too small to learn (at most 8 copies: a pipeline send, a small ring's steps) is
+    simulated, and stored by copy (``Recurring._aside``, at a spread wider than the default); a
+    second run takes each copy from the memo as a timer aside, of the time the first run gave it.
+    Here (16 GPUs, two pipeline stages, one iteration) every class is small: the second run
+    replays the first one's flows to the nanosecond, as timers (1,241 events of 8.3 M)."""
+    trace = gpt_trace(GptShape(layers=2, hidden=1024, seq=512, vocab=8192), gpus=16, tp=2, pp=2, microbatches=2,
+                      tflops=5.0)
+    db = tmp_path / "a.sqlite"
+    cold = replay(trace, FABRIC, "hpcc", memo_db=db, memo_recurring=1.0)
+    w = cold.counters["wormhole"]
+    assert w["memo_recurring_classes"] == 0 and w["memo_recurring_aside"] == 0
+    warm = replay(trace, FABRIC, "hpcc", memo_db=db, memo_recurring=1.0)
+    f, w = _network(warm), warm.counters["wormhole"]
+    assert w["memo_recurring_aside"] == len(f) == 224 and (f["packets_sent"] == 0).all()
+    for col in ("start_ns", "received_ns", "fct_ns"):
+        assert f[col].tolist() == _network(cold)[col].tolist()
+    assert warm.counters["events"] < 0.001 * cold.counters["events"]
+    default = replay(trace, FABRIC, "hpcc", memo_db=db, memo_recurring=True)  # at 1%: simulated
+    assert default.counters["wormhole"]["memo_recurring_aside"] == 0
+
+
 def test_copies_agree_within_one_percent_of_the_fastest():
     assert agree([(1000, 1010), (1005, 1015), (1009, 1019)])
     assert not agree([(1000, 1010), (1011, 1012)])  # received 1.1% later
@@ -276,6 +299,22 @@ def test_flows_of_classes_too_small_to_learn_are_the_memos_own():
 
 
 
+def test_a_class_is_learned_by_its_copies_in_one_iteration():
+    """``learnable``: a class is learned where it has copies left once trusted and more than 8 in
+    some one iteration, so that replaying more iterations does not turn a pipeline send (4 an
+    iteration) into a learned class beside the rings' steps (14 an iteration)."""
+    from wormhole_replay.memo.recurring import learnable
+
+    iterations = 4
+    cls = np.repeat([0, 1], [4 * iterations, 14 * iterations])
+    iteration = np.r_[np.repeat(np.arange(iterations), 4), np.repeat(np.arange(iterations), 14)]
+    counts, trust = np.array([16, 56]), np.array([8, 14])
+    assert learnable(cls, iteration, counts, trust).tolist() == [False, True]
+    one = iteration < 1  # one iteration: the send has no copy left, the ring's 6 once 8 are learned
+    assert learnable(cls[one], iteration[one], np.array([4, 14]), np.array([8, 8])).tolist() == [False, True]
+    assert learnable(cls, iteration, counts, np.array([2, 2])).tolist() == [True, True]  # trust 2: 4 > 2
+
+
 def test_a_copy_is_learned_beside_the_recurring_flows_only():
     """``spent_beside``: a sampled copy's sharers are the recurring classes' flows on its ports, not
     the small classes' (a pipeline send, which ring flows starve: on the 128-GPU DDP fat-tree a
@@ -327,10 +366,11 @@ class _Timers:
 
     lookups = False  # no counters of its own
 
-    def __init__(self, flows, rx_ns, fct_ns, group=None, memo_packets=(), packets_group=None, gain=1.0):
+    def __init__(self, flows, rx_ns, fct_ns, group=None, memo_packets=(), packets_group=None, gain=1.0, aside=()):
         self.flows, self.rx_ns, self.fct_ns, self.group, self.gain = flows, rx_ns, fct_ns, group, gain
         self.memo_packets = list(memo_packets)  # the memo's flows simulated (as a class's first copy is), ...
         self.packets_group = packets_group or group  # ... of the timers' group unless another is given
+        self.aside = list(aside)  # (flow, rx_ns, fct_ns): timers aside, of a small class (``Recurring._aside``)
 
     def log_bits(self):
         return V.LOG_ON
@@ -338,8 +378,11 @@ class _Timers:
     def start(self, engine):
         for i, f in enumerate(self.flows):  # each learned apart (a group of its own), or all in one
             engine.make_timers([f], self.rx_ns[i:i + 1], self.fct_ns[i:i + 1], group=self.group or i + 1, gain=self.gain)
-        if self.memo_packets:
-            engine.mark_memo_flows(self.memo_packets, group=self.packets_group)
+        groups = self.packets_group if isinstance(self.packets_group, list) else [self.packets_group] * len(self.memo_packets)
+        for f, group in zip(self.memo_packets, groups):
+            engine.mark_memo_flows([f], group=group)
+        for f, rx, fct in self.aside:
+            engine.make_timers([f], [rx], [fct], group=SMALL_GROUP, gain=AS_SIMULATED, aside=True)
 
     def handle(self, engine):
         engine.take_records()
@@ -462,6 +505,58 @@ def test_a_small_class_flow_is_foreign_only_where_its_data_meets_a_timers(case):
         full = simulate(TOPO, flows, cc="hpcc", mode="full").flows
         error = np.abs(f["fct_ns"] / full["fct_ns"] - 1)
         assert error.max() < 0.02, error.tolist()
+
+
+@pytest.mark.parametrize("beside", ["paced timer", "memo packets", "foreign"])
+def test_a_timer_aside_holds_its_time_and_shares_nothing(beside):
+    """A small class's copy taken from the memo is a timer *aside* (``Recurring._aside``): it holds
+    its time, takes no share of its links and is no one's sharer, since where its time was taken
+    the flows beside it ran as if it were not there (a pipeline send among rings).  Flow 1 (host 8
+    into host 4, from 300 us) is one, of 3 ms; flow 0 (host 0 into host 4, from 0: their data meet
+    on host 4's downlink) is a paced timer, or the memo's packet flow (a ring's copy simulated), or
+    a foreign flow.  Beside the first two each ends as if alone there (the paced timer at its alone
+    time to the nanosecond, the packet flow as in a run without flow 1) and flow 1 at its 3 ms;
+    a foreign flow makes it simulated, as any timer."""
+    flows = _flows([(0, 4), (8, 4)], [10 * MB, 10 * MB], [0, 300_000])
+    alone = simulate(TOPO, _flows([(0, 4)], [10 * MB], [0]), cc="hpcc", fast_forward=FF).flows
+    rx, fct = int(alone["received_ns"].iloc[0] - alone["start_ns"].iloc[0]), int(alone["fct_ns"].iloc[0])
+    aside = [(1, 3_000_000, 3_010_000)]
+    if beside == "paced timer":
+        res = _with_timers(flows, [0], np.array([rx]), np.array([fct]), group=-1, aside=aside)
+    else:
+        res = _with_timers(flows, [], np.zeros(0, np.int64), np.zeros(0, np.int64), group=-1,
+                           memo_packets=[0] if beside == "memo packets" else [], aside=aside)
+    f = res.flows
+    assert f["completed"].all() and (f["bytes_received"] == flows.size).all() and res.memo.thawed == 0
+    if beside == "foreign":
+        assert f["packets_sent"].tolist() == [10_000, 10_000]
+        return
+    assert int(f["packets_sent"].iloc[1]) == 0
+    assert int(f["received_ns"].iloc[1] - f["start_ns"].iloc[1]) == 3_000_000 and int(f["fct_ns"].iloc[1]) == 3_010_000
+    assert int(f["received_ns"].iloc[0] - f["start_ns"].iloc[0]) == rx
+    assert int(f["fct_ns"].iloc[0]) == fct
+    assert res.counters["wormhole"]["fluid_reserved_bps_at_end"] == 0
+
+
+def test_a_timer_is_simulated_only_while_another_groups_data_is_there():
+    """Where two groups' packet flows met (a ring's copy simulated, group -1, and a pipeline send,
+    group -2, both into host 4), a ring's timer due there after the send ended runs as a timer
+    beside the ring's copy still live: the port knows the groups it holds exactly
+    (``membership.count_data``).  When it kept one group, 0 once two had met there until it had
+    no flow left, each copy simulated there kept it for the next: on the 128-GPU rail 44,800 of
+    the 107,008 copies taken were simulated after all, 704 since."""
+    flows = _flows([(0, 4), (8, 4), (12, 4)], [10 * MB, MB, 10 * MB], [0, 0, 500_000])
+    alone = simulate(TOPO, _flows([(0, 4)], [10 * MB], [0]), cc="hpcc", fast_forward=FF).flows
+    rx, fct = int(alone["received_ns"].iloc[0] - alone["start_ns"].iloc[0]), int(alone["fct_ns"].iloc[0])
+    res = _with_timers(flows, [2], np.array([rx]), np.array([fct]), group=-1, memo_packets=[0, 1],
+                       packets_group=[-1, -2])
+    f = res.flows
+    assert f["completed"].all() and int(f["received_ns"].iloc[1]) < 500_000 < int(f["received_ns"].iloc[0])
+    assert int(f["packets_sent"].iloc[2]) == 0 and res.memo.thawed == 0
+    early = _flows([(0, 4), (8, 4), (12, 4)], [10 * MB, MB, 10 * MB], [0, 0, 100_000])  # the send still there
+    f = _with_timers(early, [2], np.array([rx]), np.array([fct]), group=-1, memo_packets=[0, 1],
+                     packets_group=[-1, -2]).flows
+    assert int(f["packets_sent"].iloc[2]) > 0
 
 
 def test_recurring_flows_moved_from_sqlite_to_postgres_give_the_same_hits(tmp_path, pg_url):

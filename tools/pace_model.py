@@ -15,10 +15,15 @@ flow.  A few seconds per try, where a recurring run takes minutes: the place to 
 Measured (2026-12-05, the 128-GPU DDP GPT-13B of ``bench_scale`` on ``fat-tree:k=8``, HPCC, its
 full run from the bench's cache): counting the small classes' flows (pipeline sends, which the
 rings starve) as sharers put the rings' totals -7.3% to +1.5% off, per copy 6.5% mean; counting
-only the recurring classes' (as ``Recurring._flows_on`` since), -1.2% to +1.3%, 6.0%.
+only the recurring classes' (as ``Recurring._flows_on`` since), -1.2% to +1.3%, 6.0%.  On the
+2-iteration form of that trace (``bench_memo``'s cached full run, 2026-12-05, late) the rings'
+totals are within -1.2% .. +1.2%, but their steps' slowest flows (a step waits for the slowest of
+its 8) -4.6% (DP ring 4) .. +3.8%, 1.75% per ring mean: the ring whose timeline ends 25-30 ms early
+in every recurring run.  ``--order shuffled`` (each later copy a sample by a hash of its id, not
+in turn): 1.63%, ring 4 -3.9%.
 
     python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
-    python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all
+    python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all --order shuffled
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import pandas as pd
 from numba import njit
 
 from wormhole_replay.errors import InputError
-from wormhole_replay.memo.recurring import _paces, _samples
+from wormhole_replay.memo.recurring import _paces, _samples, learnable as learnable_classes
 from wormhole_replay.topology import build_topology
 from wormhole_replay.topology.routing import compute_routes, flow_path, node_path_to_ports
 
@@ -96,6 +101,25 @@ def _predicted_bins(occ, paths, start, alone, paces):
     return out
 
 
+def sample_order(order: str, later: np.ndarray, k: int) -> np.ndarray:
+    """Which of a class's k samples each of its ``later`` copies takes: in turn (``aligned``, the
+    j-th the j-th mod k), or ``shuffled`` (a hash of the copy's flow id mod k)."""
+    if order == "aligned":
+        return np.arange(len(later)) % k
+    return (later.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(33)) % np.uint64(k)
+
+
+def steps(net: pd.DataFrame) -> pd.DataFrame:
+    """Per ring step whose flows are all predicted (collective instance ``unit``, and the flow's
+    ordinal among its rank's flows of the instance), its slowest flow's time in the full run and as
+    predicted: a ring step waits for its slowest flow."""
+    coll = net[net["kind"] == "coll"].sort_values("flow_id")
+    coll = coll.assign(step=coll.groupby(["unit", "rank"]).cumcount())
+    g = coll.groupby(["ring", "unit", "step"]).agg(full=("time_ns", "max"), predicted=("predicted_ns", "max"),
+                                                  known=("predicted_ns", "min"))
+    return g[g["known"] >= 0]
+
+
 def _paths(flows: pd.DataFrame, topology: str) -> np.ndarray:
     """Each flow's data-path ports, -1 padded (one ECMP path per 4-tuple)."""
     topo = build_topology(topology)
@@ -120,7 +144,8 @@ def _rings(flows: pd.DataFrame) -> pd.Series:
     return flows["rank"].map(ring)
 
 
-def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float) -> pd.DataFrame:
+def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float,
+          order: str = "aligned") -> pd.DataFrame:
     """The full run's network flows with their class, whether a sample, their alone time and the
     time the model predicts for the later copies (``predicted_ns``; -1 for samples and small classes)."""
     net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
@@ -128,7 +153,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
     cls = cls.reshape(-1)
     trust = _samples(counts, tolerance)
-    learnable = counts[cls] > trust[cls]
+    learnable = learnable_classes(cls, net["iteration"].to_numpy(), counts, trust)[cls]
     paths = _paths(net, topology)
     start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
     end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
@@ -141,7 +166,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
         members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
         k = int(trust[c])
         sample[members[:k]] = True
-        given[members[k:]] = alone[members[:k]][np.arange(len(members) - k) % k]
+        given[members[k:]] = alone[members[:k]][sample_order(order, members[k:], k)]
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
     net["time_ns"] = (end - start) * BIN_NS
     net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
@@ -157,11 +182,13 @@ def main() -> int:
     ap.add_argument("--count", choices=["recurring", "all"], default="recurring",
                     help="sharers: the recurring classes' flows (as the memo counts them) or every flow")
     ap.add_argument("--spread", type=float, default=1.0, help="the --memo-recurring spread (how many samples)")
+    ap.add_argument("--order", choices=["aligned", "shuffled"], default="aligned",
+                    help="which sample a later copy takes: in turn (as the memo does), or by a hash of its id")
     a = ap.parse_args()
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
     try:
-        net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread)
+        net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order)
     except InputError as e:
         ap.exit(2, f"pace_model: {e}\n")
     later = net[net["predicted_ns"] >= 0]
@@ -171,7 +198,14 @@ def main() -> int:
           f"total time {later['predicted_ns'].sum() / later['time_ns'].sum() - 1:+.2%}")
     rings = later.groupby("ring").agg(copies=("time_ns", "size"), predicted=("predicted_ns", "sum"), full=("time_ns", "sum"))
     rings["total"] = rings["predicted"] / rings["full"] - 1
-    print(rings[["copies", "total"]].sort_values("total").to_string(formatters={"total": "{:+.2%}".format}))
+    by_step = steps(net).groupby("ring").agg(steps=("full", "size"), full=("full", "sum"), predicted=("predicted", "sum"))
+    rings["steps"] = by_step["steps"]
+    rings["slowest"] = by_step["predicted"] / by_step["full"] - 1
+    print("per ring: its copies' total time, and its steps' slowest flows (the steps all predicted)")
+    print(rings[["copies", "total", "steps", "slowest"]].sort_values("slowest").to_string(
+        formatters={"total": "{:+.2%}".format, "slowest": "{:+.2%}".format}))
+    print(f"steps' slowest flows: |error| per ring mean {rings['slowest'].abs().mean():.2%}, "
+          f"in all {by_step['predicted'].sum() / by_step['full'].sum() - 1:+.2%}")
     return 0
 
 

@@ -45,11 +45,13 @@ PT_FLUID_ACC = 29  # ... bps its fluid flows add to its byte counter (from when 
 PT_FOREIGN = 30  # wormhole: active flows crossing it (data or ACKs) that the memo did not make timers (FT_MEMO_TIMER)
 PT_TIMERS = 31  # wormhole: the memo's timers running whose data or ACK path crosses it (wormhole/timers.py)
 PT_TIMERS_DATA = 32  # ... of them whose data path crosses it
-PT_TIMERS_GROUP = 33  # ... their FT_MEMO_TIMER if they all have the same, else 0
+PT_TIMERS_GROUPS = 33  # ... the sum of their FT_MEMO_TIMER (with PT_TIMERS_GROUPS_SQ: are they all of one group?)
 PT_LIVE_DATA = 34  # wormhole: active packet flows whose data path crosses it (a paced timer's sharers, with PT_TIMERS_DATA)
 PT_MEMO_DATA = 35  # wormhole: active packet flows of the memo's (FT_MEMO_TIMER != 0) whose data path crosses it, ...
-PT_MEMO_DATA_GROUP = 36  # ... their FT_MEMO_TIMER if all the same, else 0 (another group's timer due there is simulated)
-PT_LEN = 37
+PT_MEMO_DATA_GROUPS = 36  # ... the sum of their FT_MEMO_TIMER (another group's timer due there is simulated)
+PT_TIMERS_GROUPS_SQ = 37  # ... the sums of the squares of those groups (membership.count_data)
+PT_MEMO_DATA_GROUPS_SQ = 38
+PT_LEN = 39
 
 PTF_ERROR = 0  # per-packet loss probability on arrival over this link
 PTF_PMAX = 1
@@ -141,7 +143,8 @@ FT_GROUP_PLAN = 56  # fluid pass scratch, at a group's root: its fluid jump (ns)
 FT_REFLUID = 57  # fluid: 1 if it thawed only because the load around its group moved (a short window may do)
 FT_MEMO_TIMER = 58  # != 0: the memo made this network flow a timer, learned with the others of this value (timers.py)
 FT_TIMER_AT = 59  # ... while such a timer runs: its place in parts.timers (-1 otherwise)
-FT_LEN = 60
+FT_TIMER_ASIDE = 60  # ... 1: a timer aside, which holds its time and neither takes nor counts as a share (timers.py)
+FT_LEN = 61
 FLOW_SLOTS = 6  # event slots per flow: QP timers T_ALPHA, T_DEC, T_RP, T_RTO, T_START, T_FLUID
 
 FF_MAX_RATE = 0  # NIC line rate

@@ -285,7 +285,7 @@ class EngineView:
         assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all() and group != 0
         ft[at, L.FT_MEMO_TIMER] = group
 
-    def make_timers(self, flows, rx_ns, fct_ns, group: int, gain: float = 1.0) -> None:
+    def make_timers(self, flows, rx_ns, fct_ns, group: int, gain: float = 1.0, aside: bool = False) -> None:
         """Network ``flows``, none started, become timers: each, once it starts, is received
         ``rx_ns`` later (which releases its successors) and acknowledged ``fct_ns`` after its start
         (``settle_timers``); its bytes count as fast-forwarded, its packets' events as avoided.  One
@@ -295,11 +295,15 @@ class EngineView:
         simulated (``mark_memo_flows``).  A negative group's timers are paced (recurring flows):
         ``rx_ns`` is the time alone, which a timer covers, moment by moment, at ``min(1, gain / n)``
         (1 alone), n the flows whose data leave its busiest port, reserving its share of its links; its last
-        ACK comes ``fct_ns - rx_ns`` after its last byte received (``wormhole/timers.py``)."""
+        ACK comes ``fct_ns - rx_ns`` after its last byte received (``wormhole/timers.py``).  Timers
+        ``aside`` hold their times, take no share of their links and count as no one's sharer: flows
+        that took next to nothing of their links where their times were taken (a pipeline send
+        among rings), so that the flows beside them ran as if they were not there."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)
         self.mark_memo_flows(at, group)
+        ft[at, L.FT_TIMER_ASIDE] = int(aside)
         self._time(at, rx_ns, fct_ns, gain)
         ft[at, L.FT_SKIPPED] = ft[at, L.FT_SIZE]
         packets = (ft[at, L.FT_SIZE] + self.payload - 1) // self.payload

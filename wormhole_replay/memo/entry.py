@@ -39,7 +39,9 @@ fingerprint (``memo/fingerprint.py``):
   have ``"places"``: each copy's ordinal among its class's copies of its iteration
   (``recurring.Recurring._place``; distinct, non-negative); their times are as simulated, and the
   refuted class's entry is marked ``"refuted": true`` (since 2026-12-05; before, it held
-  ``alone_rx_ns``, which no run reads any more).
+  ``alone_rx_ns``, which no run reads any more).  A small class's entry (``aside-by-copy``, since
+  2026-12-05, late: ``recurring.Recurring._aside``) holds its copies as simulated, ``"places"``
+  their ordinals among the class's copies in the run, and is marked ``"aside": true``.
 
 ``key`` is ``{"v": [int quantised vertex weight], "e": [[i, j, int weight], ...]}`` with ``i < j``,
 edges sorted; per-vertex lists in ``value`` follow the order of ``key["v"]``.  ``digest`` names an
@@ -128,8 +130,9 @@ def validate(d: dict) -> MemoEntry:
         gain = val.get("gain", 1.0)
         if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 < gain <= 2:
             raise ValueError("value.gain must be a number above 0 and at most 2")
-        if not isinstance(val.get("refuted", False), bool):
-            raise ValueError("value.refuted must be true or false")
+        for flag in ("refuted", "aside"):
+            if not isinstance(val.get(flag, False), bool):
+                raise ValueError(f"value.{flag} must be true or false")
         places = val.get("places", list(range(len(rx))))
         if (not isinstance(places, list) or len(places) != len(rx) or not all(type(y) is int and y >= 0 for y in places)
                 or len(set(places)) != len(places)):

@@ -50,6 +50,11 @@ copies simulated after all to their class's learned time); with them not counted
 the 128-GPU DDP fat-tree's mean FCT 1.42% long, and was taken out (README, "Sharers without
 the sends").
 
+A class too small to learn (``learnable``: a few copies an iteration, a pipeline send) is
+simulated, and at a spread wider than the default stored by copy (its ordinal in the run); a later
+run of the workload takes each copy as a timer *aside* of the time the first run gave it, which
+holds it and shares nothing, as such a flow shared next to nothing beside the rings (``_aside``).
+
 What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gain are a flow-level
 model, and where a foreign flow is live on a timer's ports the timer is simulated
 (``wormhole/timers.py``).  Foreign here are the copies of classes not learned yet or refuted (and
@@ -81,6 +86,7 @@ SMALL_GROUP = -2  # the small classes' flows (``start``): packet flows, foreign 
 PACE = "alone-pace"  # in the key: entries whose times are at the alone pace (before 2026-12-03 they were not)
 BY_PLACE = "by-place"  # in the key of a refuted class's entry: its copies' times by their place in an iteration
 SIMULATED = "simulated-by-place"  # ... of a trusted class's: its copies simulated from their start, by place
+BY_COPY = "aside-by-copy"  # ... of a small class's: its copies' times by their ordinal in the run (``_aside``)
 GAINS = np.round(np.arange(0.7, 1.3001, 0.01), 2)  # the pace gains tried (``fit_gain``, ``timers.pace``)
 GAIN_CLASSES = 16  # classes sampled before the gain is fitted and any class is taken (fit_gain)
 GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain)
@@ -105,6 +111,8 @@ class Recurring:
         self.place_digests = [_digest(k) for k in self.place_keys]
         self.simulated_keys = [_key([workload, c, PACE, SIMULATED]) for c in classes.tolist()]
         self.simulated_digests = [_digest(k) for k in self.simulated_keys]
+        self.copy_keys = [_key([workload, c, PACE, BY_COPY]) for c in classes.tolist()]
+        self.copy_digests = [_digest(k) for k in self.copy_keys]
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
@@ -130,10 +138,11 @@ class Recurring:
         self.iteration = iteration
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
-        self.learnable = counts > self.trust  # per class: copies left to take once it is trusted
+        self.learnable = learnable(cls, iteration[network], counts, self.trust)  # per class
         recurring = self.learnable[cls]  # per network flow
         self.watch = network[recurring]  # copies whose times are still to be read
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
+        self.aside_from: dict = {}  # small class -> the digest of the entry its copies were taken aside from
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``_alone``)
@@ -160,7 +169,7 @@ class Recurring:
         self.checking: list = []  # (flow, class digest, its expected time to its last byte received)
         self.counters = {"memo_recurring_classes": int(self.learnable.sum()), "memo_recurring_trusted": 0,
                          "memo_recurring_refuted": 0, "memo_recurring_taken": 0, "memo_recurring_met_live": 0,
-                         "memo_recurring_placed": 0, "memo_recurring_retimed": 0}
+                         "memo_recurring_placed": 0, "memo_recurring_retimed": 0, "memo_recurring_aside": 0}
 
     def start(self, engine, session) -> None:
         """Before the first event: the flows of classes too small to learn (at most ``trust`` copies:
@@ -178,7 +187,11 @@ class Recurring:
         were avoided at mean FCT -0.66% / -0.67% (two runs), but alone -1.65%, beyond the bound."""
         if len(self.small):
             engine.mark_memo_flows(self.small, group=SMALL_GROUP)
+        for c in np.unique(self.class_of[self.small]).tolist() if self.by_place else []:
+            self._aside(engine, session, c)
         for c, digest in enumerate(self.digests):
+            if c in self.aside_from:
+                continue
             e = self.known.get(digest)
             if e is not None and e.key == self.keys[c]:
                 alone = list(zip(e.value.get("alone_rx_ns", e.value["rx_ns"]),
@@ -392,18 +405,46 @@ class Recurring:
         times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)[np.arange(len(waiting)) % len(alone)]
         self._make_timers(engine, session, c, waiting, times, digest)
 
+    def _aside(self, engine, session, c: int) -> None:
+        """Small class c (``small``: a pipeline send), at a wide spread: where the memo holds its
+        copies as an earlier run of the workload simulated them, each by its ordinal among the
+        class's copies in the run (``BY_COPY``), those copies become timers *aside* of those times,
+        which hold them and share nothing (``wormhole/timers.py``): such a flow took next to
+        nothing of its links beside the rings (4.7 Gb/s of 100 for a 20 MB send on the 128-GPU DDP
+        fat-tree), which ran as if it were not there, and what it met is in its time.  The ring
+        copies simulated beside it in that run take their times by place as well
+        (``_simulated_places``'s entries), so a run on a filled database replays both as they were.
+        Not within a run, from an earlier iteration's copy at its place: on that fat-tree a send of
+        the second iteration took 6% longer on average than the first's at its place (up to 44%),
+        the second iteration's sends meeting the end of the first's all-reduces."""
+        e = self.known.get(self.copy_digests[c])
+        if e is None or e.key != self.copy_keys[c]:
+            return
+        at = dict(zip(e.value["places"], zip(e.value["rx_ns"], e.value["fct_ns"])))
+        members = self.members[c]
+        ordinal = np.arange(len(members))
+        take = np.isin(ordinal, list(at))
+        if take.any():
+            times = np.array([at[k] for k in ordinal[take].tolist()], np.int64).reshape(-1, 2)
+            self.aside_from[c] = e.digest
+            self.counters["memo_recurring_aside"] += self._make_timers(engine, session, c, members[take], times, e.digest,
+                                                                       gain=AS_SIMULATED, aside=True)
+
     def _make_timers(self, engine, session, c: int, waiting, times, entry: str | None, check: bool = True,
-                     gain: float | None = None) -> int:
+                     gain: float | None = None, aside: bool = False) -> int:
         """Copies ``waiting`` of class c become paced timers of ``times`` (per copy: its alone pace
         to its last byte received, and to its last ACK); ``entry`` names the memo entry they come
         from (None: learned in this run).  With spot checks (``check``) the first stays simulated,
-        beside the others' first, to be compared with its time.  How many became timers."""
+        beside the others' first, to be compared with its time.  ``aside``: timers of a small
+        class, which hold their times and share nothing (``_aside``).  How many became timers."""
+        group = SMALL_GROUP if aside else GROUP
         if check and self.spot_check and len(waiting) > 1:
             if len(self.checking) < self.spot_check:
                 self.checking.append((int(waiting[0]), entry or self.digests[c], int(times[0, 0])))
-            engine.mark_memo_flows(waiting[:1], group=GROUP)
+            engine.mark_memo_flows(waiting[:1], group=group)
             waiting, times = waiting[1:], times[1:]
-        engine.make_timers(waiting, times[:, 0], times[:, 1], group=GROUP, gain=self.gains[c] if gain is None else gain)
+        engine.make_timers(waiting, times[:, 0], times[:, 1], group=group, gain=self.gains.get(c, 1.0) if gain is None else gain,
+                           aside=aside)
         self.taken.append(waiting)
         self.counters["memo_recurring_taken"] += len(waiting)
         if entry is not None:  # a lookup that hit, for the per-iteration counts
@@ -424,6 +465,14 @@ class Recurring:
                 session.learn_recurring(self.place_keys[c], self.place_digests[c],
                                         {"places": places, "rx_ns": rx, "fct_ns": fct, "gain": self.gains[c],
                                          "refuted": True})
+        for c in np.unique(self.class_of[self.small]).tolist() if self.by_place else []:  # small: by ordinal
+            m = self.members[c]
+            done = engine.finished(m) & ~engine.timers(m)
+            if c not in self.aside_from and done.any():
+                start, rx, fin = engine.flow_times(m[done])
+                session.learn_recurring(self.copy_keys[c], self.copy_digests[c],
+                                        {"places": np.flatnonzero(done).tolist(), "rx_ns": (rx - start).tolist(),
+                                         "fct_ns": (fin - start).tolist(), "aside": True})
         for c in sorted(self.trusted & set(self.sampled)) if self.by_place else []:  # learned here: ...
             m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
             m = _from_start(engine, m[engine.finished(m)])
@@ -444,6 +493,21 @@ class Recurring:
                                    "expected_ns": expected, "actual_ns": actual if actual > 0 else None,
                                    "error": abs(expected - actual) / actual if actual > 0 else float("nan"),
                                    "interrupted": actual <= 0})
+
+
+def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust: np.ndarray) -> np.ndarray:
+    """Per class (``cls``, ``iteration``: per copy; ``counts``, ``trust``: per class), whether it is
+    learned: copies left to take once it is trusted, and more than ``TRUST_SAMPLES`` (or its trust,
+    if fewer) in some one iteration, as a ring's steps are.  So a class is learned or not whatever
+    the number of iterations replayed: four micro-batches' pipeline sends recur 4 times an
+    iteration, 16 times in four, and would be learned there as a ring's steps are and counted
+    beside them as sharers (``Recurring._flows_on``), where rings starve them.  A class of a few
+    copies per iteration (a send, a small ring's last bucket) is the memo's own packet flow, and a
+    later run takes it by copy (``Recurring._aside``)."""
+    pairs, n = np.unique(np.stack([cls, iteration], axis=1), axis=0, return_counts=True)
+    most = np.zeros(len(counts), np.int64)
+    np.maximum.at(most, pairs[:, 0], n)
+    return (counts > trust) & (most > np.minimum(trust, TRUST_SAMPLES))
 
 
 def _from_start(engine, finished: np.ndarray) -> np.ndarray:

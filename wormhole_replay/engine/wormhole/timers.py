@@ -19,7 +19,7 @@ below):
   flows were learned together, and their overlaps are in its times (the rule applied within an
   episode put a fat-tree iteration's mean FCT 1.6% short); another group's timers are not in them.
   The memo's packet flows of another group than a timer's count the same way, where their data
-  meet (``PT_MEMO_DATA``, ``PT_MEMO_DATA_GROUP``, counted by ``membership``): the flows of
+  meet (``PT_MEMO_DATA`` and its groups, counted by ``membership.count_data``): the flows of
   recurring classes too small to learn (``Recurring.small``, a pipeline send: a group of their
   own) thaw the timers whose data leave a port theirs leave, and a timer due where one's data
   leave starts as a packet flow.
@@ -61,6 +61,15 @@ milliseconds; foreign where their data meet, they err within 11% (``DEVELOPERS.m
 flows").  Ports count the foreign flows live on them (``PT_FOREIGN``, ``membership``), the timers
 running (``PT_TIMERS``) and those of them whose data crosses them (``PT_TIMERS_DATA``); the timers
 running are listed in ``parts.timers``.
+
+A timer *aside* (``FT_TIMER_ASIDE``, ``EngineView.make_timers(aside=True)``) is a flow that took
+next to nothing of its links where its time was taken, so that the flows beside it ran as if it
+were not there: a pipeline send among ring flows (on the 128-GPU DDP fat-tree under HPCC a 20 MB
+send took 4.7 Gb/s beside two ring flows that took 38 Gb/s each; the memo learns rings without
+counting it, ``Recurring._flows_on``).  It holds its time, as an episode's does (its overlaps are
+in it), takes no share of its links and is no one's sharer: it does not count in
+``PT_TIMERS_DATA``, so neither its data nor theirs make it or the memo's flows simulated; only a
+foreign flow does, as for any timer.
 """
 
 import numpy as np
@@ -68,8 +77,9 @@ import numpy as np
 from ..kernel import kernel
 from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FF_PACE_GAIN, FT_APATH, FT_BYTES_RX, FT_DPATH,
                       FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA,
-                      FT_START, FT_STATE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA,
-                      PT_MEMO_DATA_GROUP, PT_PART, PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA, PT_TIMERS_GROUP, ST_NOW,
+                      FT_START, FT_STATE, FT_TIMER_ASIDE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA,
+                      PT_MEMO_DATA_GROUPS, PT_MEMO_DATA_GROUPS_SQ, PT_PART, PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA,
+                      PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ, ST_NOW,
                       ST_WH_EV_SKIPPED, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, TM_ALONE, TM_BPS,
                       TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
 from ..nic import start_flow
@@ -112,6 +122,7 @@ def _unskip(flows, cfg, state, f, credited):
     state[ST_WH_EV_SKIPPED] -= (left + payload - 1) // payload * 2 * hops
     ft[f, FT_SKIPPED] = credited
     ft[f, FT_VIRTUAL] = -1
+    ft[f, FT_TIMER_ASIDE] = 0  # a packet flow now
 
 
 @kernel(inline="always")
@@ -176,6 +187,13 @@ def pace(flows, f, sharers):
 
 
 @kernel(inline="always")
+def _paced(flows, f):
+    """Timer f covers its alone time at its share (a recurring flow's), rather than holding its
+    time (an episode's, one aside)."""
+    return flows.table[f, FT_MEMO_TIMER] < 0 and flows.table[f, FT_TIMER_ASIDE] == 0
+
+
+@kernel(inline="always")
 def _covered(parts, flows, state, i):
     """Running timer i's time covered by now, at its alone pace (ns)."""
     row = parts.timers[i]
@@ -197,7 +215,7 @@ def repace_beside(net, flows, events, cfg, state, parts):
     for i in range(state[ST_WH_TIMERS]):
         row = parts.timers[i]
         g = row[TM_FLOW]
-        if flows.table[g, FT_MEMO_TIMER] >= 0:  # an episode's: its time holds its overlaps
+        if not _paced(flows, g):  # an episode's or one aside: its time holds its overlaps
             continue
         sharers = _sharers(net, flows, g)
         if sharers != row[TM_SHARERS]:
@@ -219,7 +237,8 @@ def _stop_running(net, flows, events, cfg, state, parts, f):
     if parts.timers[ft[f, FT_TIMER_AT], TM_BPS] != 0:
         _reserve(net, flows, events, cfg, state, parts, f, parts.timers[ft[f, FT_TIMER_AT], TM_BPS], 0)
     _count(net, flows, f, PT_TIMERS, -1)
-    count_data(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUP, -1)
+    if ft[f, FT_TIMER_ASIDE] == 0:
+        count_data(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ, -1)
     i = ft[f, FT_TIMER_AT]
     n = state[ST_WH_TIMERS] - 1
     last = parts.timers[n, TM_FLOW]
@@ -243,15 +262,18 @@ def start(net, flows, events, cfg, state, parts, f):
         _stop_running(net, flows, events, cfg, state, parts, f)
         repace_beside(net, flows, events, cfg, state, parts)
         return
-    if (_crosses(net, flows, f, PT_FOREIGN) or data_meets(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUP)
-            or data_meets(net, flows, f, PT_MEMO_DATA, PT_MEMO_DATA_GROUP)):
+    aside = ft[f, FT_TIMER_ASIDE] != 0
+    if _crosses(net, flows, f, PT_FOREIGN) or (not aside and (
+            data_meets(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ)
+            or data_meets(net, flows, f, PT_MEMO_DATA, PT_MEMO_DATA_GROUPS, PT_MEMO_DATA_GROUPS_SQ))):
         _unskip(flows, cfg, state, f, 0)
         return
     _count(net, flows, f, PT_TIMERS, 1)
-    count_data(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUP, 1)
+    if not aside:
+        count_data(net, flows, f, PT_TIMERS_DATA, PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ, 1)
     n = state[ST_WH_TIMERS]
     row = parts.timers[n]
-    paced = ft[f, FT_MEMO_TIMER] < 0
+    paced = _paced(flows, f)
     row[TM_FLOW] = f
     row[TM_ALONE] = ft[f, FT_VIRTUAL]
     row[TM_DONE] = 0
@@ -264,7 +286,8 @@ def start(net, flows, events, cfg, state, parts, f):
     if paced:  # it takes its share of its links
         row[TM_BPS] = _share_bps(net, flows, cfg, f)
         _reserve(net, flows, events, cfg, state, parts, f, 0, row[TM_BPS])
-    repace_beside(net, flows, events, cfg, state, parts)
+    if not aside:  # one aside is no one's sharer
+        repace_beside(net, flows, events, cfg, state, parts)
 
 
 @kernel
@@ -273,7 +296,7 @@ def running_beside(net, flows, g):
     if it is foreign, on its data's ports if it is one of the memo's (a timer simulated after all)."""
     if flows.table[g, FT_MEMO_TIMER] == 0:
         return _crosses(net, flows, g, PT_TIMERS)
-    return data_meets(net, flows, g, PT_TIMERS_DATA, PT_TIMERS_GROUP)
+    return data_meets(net, flows, g, PT_TIMERS_DATA, PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ)
 
 
 @kernel
@@ -323,10 +346,11 @@ def _to_packets(net, flows, events, cfg, state, parts, f):
 @kernel
 def thaw_beside(net, flows, events, cfg, state, parts, g):
     """Flow g has just started (``running_beside``): the memo's timers running beside it become
-    packet flows."""
+    packet flows (not, beside one of the memo's flows, a timer aside)."""
     group = flows.table[g, FT_MEMO_TIMER]
     data_only = group != 0
     for i in range(state[ST_WH_TIMERS] - 1, -1, -1):  # a timer taken out is replaced by the last one
         f = parts.timers[i, TM_FLOW]
-        if (not data_only or flows.table[f, FT_MEMO_TIMER] != group) and _share_a_port(net, flows, f, g, data_only):
+        meets = not data_only or (flows.table[f, FT_MEMO_TIMER] != group and flows.table[f, FT_TIMER_ASIDE] == 0)
+        if meets and _share_a_port(net, flows, f, g, data_only):
             _to_packets(net, flows, events, cfg, state, parts, f)
