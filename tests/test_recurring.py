@@ -348,11 +348,13 @@ def test_a_recurring_entry_is_validated():
     assert validate({**ok, "value": {**ok["value"], "gain": 1.12}}).value["gain"] == 1.12
     assert validate({**ok, "value": {**ok["value"], "places": [3, 0]}}).value["places"] == [3, 0]  # a refuted class's
     assert validate({**ok, "value": {**ok["value"], "places": [0, 1], "refuted": True}}).value["refuted"] is True
+    assert validate({**ok, "value": {**ok["value"], "places": [4, 9], "aside": True}}).value["aside"] is True  # a small class's
     for value in ({"rx_ns": [10], "fct_ns": [12, 13]}, {"rx_ns": [0], "fct_ns": [1]}, {"rx_ns": [], "fct_ns": []},
                   {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [0]}, {"rx_ns": [10], "fct_ns": [12], "alone_rx_ns": [5, 6]},
                   {"rx_ns": [10], "fct_ns": [12], "gain": 0}, {"rx_ns": [10], "fct_ns": [12], "gain": "1.1"},
                   {"rx_ns": [10, 11], "fct_ns": [12, 13], "places": [1, 1]}, {"rx_ns": [10], "fct_ns": [12], "places": [-1]},
-                  {"rx_ns": [10], "fct_ns": [12], "places": [0, 1]}, {"rx_ns": [10], "fct_ns": [12], "refuted": 1}):
+                  {"rx_ns": [10], "fct_ns": [12], "places": [0, 1]}, {"rx_ns": [10], "fct_ns": [12], "refuted": 1},
+                  {"rx_ns": [10], "fct_ns": [12], "aside": "yes"}):
         with pytest.raises(ValueError):
             validate({**ok, "value": value, "digest": MemoEntry("recurring", "fp", "s", "h", key, value).digest})
     two = {"v": [1, 2], "e": []}
