@@ -18,8 +18,8 @@ rings starve) as sharers put the rings' totals -7.3% to +1.5% off, per copy 6.5%
 only the recurring classes' (as ``Recurring._flows_on`` since), -1.2% to +1.3%, 6.0%.  On the
 2-iteration form of that trace (``bench_memo``'s cached full run, 2026-12-05, late) the rings'
 totals are within -1.2% .. +1.2%, but their steps' slowest flows (a step waits for the slowest of
-its 8) -4.6% (DP ring 4) .. +3.8%, 1.75% per ring mean: the ring whose timeline ends 25-30 ms early
-in every recurring run.  ``--order shuffled`` (each later copy a sample by a hash of its id, not
+its 8) -4.6% (DP ring 4) .. +3.8%, 1.75% per ring mean: the ring whose timeline ends 13-31 ms
+early in every recurring run.  ``--order shuffled`` (each later copy a sample by a hash of its id, not
 in turn): 1.63%, ring 4 -3.9%.
 
     python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
