@@ -298,7 +298,6 @@ def test_flows_of_classes_too_small_to_learn_are_the_memos_own():
     assert r.watch.tolist() == list(range(10))  # only the class of 10 is watched, to be learned
 
 
-
 def test_a_class_is_learned_by_its_copies_in_one_iteration():
     """``learnable``: a class is learned where it has copies left once trusted and more than 8 in
     some one iteration, so that replaying more iterations does not turn a pipeline send (4 an
@@ -339,6 +338,7 @@ def test_a_copy_is_learned_beside_the_recurring_flows_only():
     r.sampled[0] = [0]
     spent = r.spent_beside(engine, 0)
     assert spent[0, 0] == 400 and spent[0, 1] == 200 and spent[0].sum() == 600
+
 
 def test_a_recurring_entry_is_validated():
     key = {"v": [12345], "e": []}
@@ -545,7 +545,7 @@ def test_a_timer_is_simulated_only_while_another_groups_data_is_there():
     group -2, both into host 4), a ring's timer due there after the send ended runs as a timer
     beside the ring's copy still live: the port knows the groups it holds exactly
     (``membership.count_data``).  When it kept one group, 0 once two had met there until it had
-    no flow left, each copy simulated there kept it for the next: on the 128-GPU rail 44,800 of
+    no flow left, each copy simulated there kept it for the next: on the 128-GPU rail 44,544 of
     the 107,008 copies taken were simulated after all, 704 since."""
     flows = _flows([(0, 4), (8, 4), (12, 4)], [10 * MB, MB, 10 * MB], [0, 0, 500_000])
     alone = simulate(TOPO, _flows([(0, 4)], [10 * MB], [0]), cc="hpcc", fast_forward=FF).flows

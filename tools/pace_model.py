@@ -153,7 +153,8 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
     cls = cls.reshape(-1)
     trust = _samples(counts, tolerance)
-    learnable = learnable_classes(cls, net["iteration"].to_numpy(), counts, trust)[cls]
+    learned = learnable_classes(cls, net["iteration"].to_numpy(), counts, trust)  # per class, as the memo's
+    learnable = learned[cls]
     paths = _paths(net, topology)
     start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
     end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
@@ -162,7 +163,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     paces = _paces(gain)  # the memo's own pace per count of sharers
     alone = _alone_bins(occ, paths, start, end, paces)
     given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
-    for c in np.flatnonzero(counts > trust):
+    for c in np.flatnonzero(learned):
         members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
         k = int(trust[c])
         sample[members[:k]] = True

@@ -187,7 +187,7 @@ class Recurring:
         were avoided at mean FCT -0.66% / -0.67% (two runs), but alone -1.65%, beyond the bound."""
         if len(self.small):
             engine.mark_memo_flows(self.small, group=SMALL_GROUP)
-        for c in np.unique(self.class_of[self.small]).tolist() if self.by_place else []:
+        for c in np.flatnonzero(~self.learnable).tolist() if self.by_place else []:  # the small classes
             self._aside(engine, session, c)
         for c, digest in enumerate(self.digests):
             if c in self.aside_from:
@@ -465,7 +465,7 @@ class Recurring:
                 session.learn_recurring(self.place_keys[c], self.place_digests[c],
                                         {"places": places, "rx_ns": rx, "fct_ns": fct, "gain": self.gains[c],
                                          "refuted": True})
-        for c in np.unique(self.class_of[self.small]).tolist() if self.by_place else []:  # small: by ordinal
+        for c in np.flatnonzero(~self.learnable).tolist() if self.by_place else []:  # small: by ordinal
             m = self.members[c]
             done = engine.finished(m) & ~engine.timers(m)
             if c not in self.aside_from and done.any():

@@ -29,7 +29,7 @@ def count_data(net, flows, f, column, groups_column, squares_column, by):
     flows counted at a port are all of group g exactly when their groups sum to n g and their
     squares to n g^2 (``data_meets``).  (A port's group was kept as one value, 0 once two groups had
     met there until it had no flow left: where a pipeline send met a ring's simulated copy, every
-    later copy of that ring due there was simulated, one keeping the port for the next, 44,800 of
+    later copy of that ring due there was simulated, one keeping the port for the next, 44,544 of
     the 128-GPU rail's 107,008 taken.)"""
     ft, paths, ports = flows.table, flows.paths, net.ports
     group = ft[f, FT_MEMO_TIMER]

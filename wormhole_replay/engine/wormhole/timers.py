@@ -79,9 +79,8 @@ from ..layout import (CC_HPCC, CF_U_TARGET, CI_CC_MODE, CI_PAYLOAD, FF_PACE_GAIN
                       FT_MEMO_TIMER, FT_PKTS_SENT, FT_RX_EXPECTED, FT_RX_LAST_NACK, FT_SIZE, FT_SKIPPED, FT_SND_NXT, FT_SND_UNA,
                       FT_START, FT_STATE, FT_TIMER_ASIDE, FT_TIMER_AT, FT_VIRTUAL, PT_FOREIGN, PT_LIVE_DATA, PT_MEMO_DATA,
                       PT_MEMO_DATA_GROUPS, PT_MEMO_DATA_GROUPS_SQ, PT_PART, PT_PEER, PT_RATE, PT_TIMERS, PT_TIMERS_DATA,
-                      PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ, ST_NOW,
-                      ST_WH_EV_SKIPPED, ST_WH_TIMERS, ST_WH_TIMERS_THAWED, TM_ALONE, TM_BPS,
-                      TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
+                      PT_TIMERS_GROUPS, PT_TIMERS_GROUPS_SQ, ST_NOW, ST_WH_EV_SKIPPED, ST_WH_TIMERS, ST_WH_TIMERS_THAWED,
+                      TM_ALONE, TM_BPS, TM_DONE, TM_FLOW, TM_SHARERS, TM_SINCE, WP_STATE)
 from ..nic import start_flow
 from ..queue import q_remove, q_set
 from ..share import accrue, reserve
