@@ -127,8 +127,10 @@ def test_colliding_rings_taken_at_a_chaotic_fabrics_spread_stay_at_its_noise_flo
     res = replay(trace, FABRIC, "hpcc", iterations=2, memo_db=tmp_path / "a.sqlite", memo_recurring=0.3)
     w = res.counters["wormhole"]
     assert w["memo_recurring_trusted"] >= 0.75 * w["memo_recurring_classes"]  # measured 28 of 32
-    refuted = w["memo_recurring_refuted"]  # measured 4: their 14 copies of the second iteration taken by place
-    assert refuted > 0 and w["memo_recurring_placed"] == 14 * refuted
+    refuted = w["memo_recurring_refuted"]  # measured 4: their 14 copies of the second iteration taken by place,
+    # but one since 2026-12-05 (night): its place's copy, ended at 10.5 ms, was read at 20.8 ms, when it started
+    # (finished copies are read at the engine's stops, at most every 50 us), so it is simulated
+    assert refuted > 0 and 14 * refuted - 2 <= w["memo_recurring_placed"] <= 14 * refuted
     assert _as_placed(res) >= w["memo_recurring_placed"]  # each at its place's time as simulated (16 when paced)
     timers = w["memo_recurring_taken"] - w["memo_recurring_met_live"]
     assert timers > 0.4 * len(_network(res))  # measured 498 of 896 (the first 8 copies of each class simulated)
@@ -265,6 +267,9 @@ def test_classes_a_warm_run_learns_pace_at_the_gain_of_the_classes_it_took():
         def started(self, members):
             return np.ones(len(members), bool)
 
+        def mark_memo_flows(self, at, group):  # the class left to learn: the memo's own (``start``)
+            pass
+
     entry = MemoEntry("recurring", "fp", "s", "h", cold.keys[0],
                       {"rx_ns": [100] * 8, "fct_ns": [110] * 8, "alone_rx_ns": [90] * 8, "gain": 1.1})
     warm = Recurring(flows, np.zeros(20, np.int64), {cold.digests[0]: entry})
@@ -294,8 +299,35 @@ def test_flows_of_classes_too_small_to_learn_are_the_memos_own():
 
     r, engine = Recurring(flows, np.zeros(21, np.int64), {}), _Marks()
     r.start(engine, None)
-    assert engine.marked == [(list(range(10, 21)), SMALL_GROUP)]
     assert r.watch.tolist() == list(range(10))  # only the class of 10 is watched, to be learned
+    # the small classes' flows, then the copies of the class being learned: the memo's own, not foreign
+    assert engine.marked == [(list(range(10, 21)), SMALL_GROUP), (list(range(10)), SMALL_GROUP)]
+
+
+def test_a_refuted_class_copies_not_started_are_foreign_again():
+    """``Recurring._refute``: the copies of a class being learned are the memo's own packet flows
+    (``start``); once the class is refuted, those not started (nor timers) are foreign again."""
+    from wormhole_replay.memo.recurring import Recurring
+
+    flows = _flows([(0, 1)] * 10, [MB] * 10, [i * 10**6 for i in range(10)])
+
+    class _Engine:
+        def __init__(self):
+            self.marked = []
+
+        def started(self, at):
+            return np.asarray(at) < 4  # the first four copies have started (its samples)
+
+        def timers(self, at):
+            return np.asarray(at) == 9
+
+        def mark_memo_flows(self, at, group):
+            self.marked.append((np.asarray(at).tolist(), group))
+
+    r, engine = Recurring(flows, np.zeros(10, np.int64), {}), _Engine()
+    r._refute(engine, 0)
+    assert engine.marked == [([4, 5, 6, 7, 8], 0)]
+    assert r.refuted == {0} and r.counters["memo_recurring_refuted"] == 1
 
 
 def test_a_class_is_learned_by_its_copies_in_one_iteration():

@@ -20,7 +20,13 @@ only the recurring classes' (as ``Recurring._flows_on`` since), -1.2% to +1.3%, 
 totals are within -1.2% .. +1.2%, but their steps' slowest flows (a step waits for the slowest of
 its 8) -4.6% (DP ring 4) .. +3.8%, 1.75% per ring mean: the ring whose timeline ends 13-31 ms
 early in every recurring run.  ``--order shuffled`` (each later copy a sample by a hash of its id, not
-in turn): 1.63%, ring 4 -3.9%.
+in turn): 1.63%, ring 4 -3.9%.  On the one-iteration run (2026-12-05, night) the four orders:
+``aligned`` 1.87% per ring (ring 4 -4.44%), ``shuffled`` 1.76%, ``mean`` (every later copy its
+class's samples' mean: per copy 4.52% instead of 5.99%, but the steps' slowest flows -2.70% in all,
+ring 4 -5.88%) and ``pooled`` (the class's mean times a deviation drawn from every class's samples:
+1.86%, -1.63% in all).  So ring 4's bias is not the spread a timer replays but its slowest class's
+level: that class's (4 -> 12) later copies are 4.6% slower at their alone pace than its 32 samples
+(DEVELOPERS.md, "Recurring flows").
 
     python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
     python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all --order shuffled
@@ -101,12 +107,17 @@ def _predicted_bins(occ, paths, start, alone, paces):
     return out
 
 
+def _hash(ids: np.ndarray, k: int) -> np.ndarray:
+    return ((ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(33)) % np.uint64(k)).astype(np.int64)
+
+
 def sample_order(order: str, later: np.ndarray, k: int) -> np.ndarray:
     """Which of a class's k samples each of its ``later`` copies takes: in turn (``aligned``, the
-    j-th the j-th mod k), or ``shuffled`` (a hash of the copy's flow id mod k)."""
+    j-th the j-th mod k), or ``shuffled`` (a hash of the copy's flow id mod k; ``pooled`` draws the
+    same way from every class's samples, in ``model``)."""
     if order == "aligned":
         return np.arange(len(later)) % k
-    return (later.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(33)) % np.uint64(k)
+    return _hash(later, k)
 
 
 def steps(net: pd.DataFrame) -> pd.DataFrame:
@@ -163,11 +174,21 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     paces = _paces(gain)  # the memo's own pace per count of sharers
     alone = _alone_bins(occ, paths, start, end, paces)
     given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
+    pool = []
     for c in np.flatnonzero(learned):
         members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
         k = int(trust[c])
         sample[members[:k]] = True
-        given[members[k:]] = alone[members[:k]][sample_order(order, members[k:], k)]
+        if order in ("aligned", "shuffled"):
+            given[members[k:]] = alone[members[:k]][sample_order(order, members[k:], k)]
+        else:
+            mean = alone[members[:k]].mean()
+            given[members[k:]] = mean
+            pool.append(alone[members[:k]] / mean)
+    if order == "pooled":
+        pool = np.concatenate(pool)
+        later = (given > 0) & ~sample
+        given[later] *= pool[_hash(np.flatnonzero(later), len(pool))]
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
     net["time_ns"] = (end - start) * BIN_NS
     net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
@@ -183,8 +204,9 @@ def main() -> int:
     ap.add_argument("--count", choices=["recurring", "all"], default="recurring",
                     help="sharers: the recurring classes' flows (as the memo counts them) or every flow")
     ap.add_argument("--spread", type=float, default=1.0, help="the --memo-recurring spread (how many samples)")
-    ap.add_argument("--order", choices=["aligned", "shuffled"], default="aligned",
-                    help="which sample a later copy takes: in turn (as the memo does), or by a hash of its id")
+    ap.add_argument("--order", choices=["aligned", "shuffled", "mean", "pooled"], default="aligned",
+                    help="which sample a later copy takes: in turn (as the memo does), by a hash of its id, its "
+                         "class's mean (mean), or that mean times a deviation drawn from every class's samples (pooled)")
     a = ap.parse_args()
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")

@@ -278,11 +278,12 @@ class EngineView:
         return bool(((start >= 0) & (start < t1) & ((fin < 0) | (fin > t0))).any())
 
     def mark_memo_flows(self, flows, group: int) -> None:
-        """Network ``flows``, none started, are the memo's, learned with the others of ``group`` (not
-        0): not foreign to its timers (``wormhole/timers.py``), whether they become timers or not."""
+        """Network ``flows``, none started, are the memo's, learned with the others of ``group``: not
+        foreign to its timers (``wormhole/timers.py``), whether they become timers or not.  Group 0
+        makes them foreign again (a class the memo was learning, refuted before they started)."""
         ft = self._e.flows.table
         at = np.asarray(flows, np.int64)
-        assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all() and group != 0
+        assert not (ft[at, L.FT_STATE] != 0).any() and (ft[at, L.FT_VIRTUAL] < 0).all()
         ft[at, L.FT_MEMO_TIMER] = group
 
     def make_timers(self, flows, rx_ns, fct_ns, group: int, gain: float = 1.0, aside: bool = False) -> None:
