@@ -2,6 +2,7 @@
 
 import importlib.util
 import math
+import sys
 
 import pytest
 
@@ -11,6 +12,7 @@ from conftest import REPO
 def _tool(name):
     spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Numba's cached kernels (``pace_model``) find their module by name
     spec.loader.exec_module(module)
     return module
 
@@ -249,3 +251,32 @@ def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, 
     assert w["events_avoided"] == pytest.approx(0.9) and w["fct_mean"] == pytest.approx(0.1)
     assert w["warm_vs_cold"] == pytest.approx(0.04) and w["verdict"] == "BEYOND: fct_mean, fct_p99, iteration, mean_fct"
     assert not cold_dir.exists()  # the wormhole runs' outputs are not kept (without --where)
+
+
+def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean():
+    """``tools/pace_model.py``: a class of 12 copies one after another, alone on their path (pace 1,
+    so each copy's alone time is its time), is learned from its first 8 (``recurring._samples``),
+    and each later copy is predicted the j-th sample's time (``aligned``, as the memo replays them),
+    the samples' mean (``mean``), or the mean times one of the samples' deviations (``pooled``).
+    Catches a later copy given another sample, or the mean taken over other copies than the samples."""
+    import numpy as np
+    import pandas as pd
+
+    model = _tool("pace_model").model
+    samples_us = [100, 110, 120, 130, 140, 150, 160, 170]
+    times_us = samples_us + [200] * 4
+    start_us = np.cumsum([0] + [t + 50 for t in times_us[:-1]])
+    n = len(times_us)
+    flows = pd.DataFrame({"flow_id": np.arange(n), "virtual": False, "completed": True, "src": 0, "dst": 4,
+                          "sport": 10, "dport": 100, "pg": 3, "size_bytes": 1_000_000, "iteration": 0,
+                          "start_ns": start_us * 1000, "received_ns": (start_us + times_us) * 1000,
+                          "kind": "coll", "rank": 0, "dst_rank": 1, "unit": np.arange(n)})
+    predicted = {}
+    for order in ("aligned", "mean", "pooled"):
+        net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, order)
+        assert net["sample"].tolist() == [True] * 8 + [False] * 4
+        assert (net["alone_ns"] == net["time_ns"]).all()  # alone on its path: pace 1
+        predicted[order] = (net["predicted_ns"][8:] / 1000).tolist()
+    assert predicted["aligned"] == [100, 110, 120, 130]
+    assert predicted["mean"] == [135] * 4
+    assert set(predicted["pooled"]) <= set(samples_us)
