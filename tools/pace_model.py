@@ -108,6 +108,7 @@ def _predicted_bins(occ, paths, start, alone, paces):
 
 
 def _hash(ids: np.ndarray, k: int) -> np.ndarray:
+    """Each id's draw among k (a multiplicative hash: the same id, the same draw)."""
     return ((ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(33)) % np.uint64(k)).astype(np.int64)
 
 

@@ -212,7 +212,7 @@ class Recurring:
                     self._take(engine, session, c, e.digest)
                     p = self.known.get(self.simulated_digests[c]) if self.by_place else None
                     if p is not None and p.key == self.simulated_keys[c]:  # its copies simulated then, by place
-                        at = dict(zip(p.value["places"], zip(p.value["rx_ns"], p.value["fct_ns"])))
+                        at = _by_place(p.value)
                         m = self.members[c][np.isin(self.place[self.members[c]], list(at))]
                         self._retime(engine, m, np.array([at[q] for q in self.place[m].tolist()], np.int64).reshape(-1, 2))
                     continue
@@ -222,7 +222,7 @@ class Recurring:
                 self.gains[c] = float(e.value.get("gain", 1.0))
                 self.placed_from[c] = e.digest
                 v = e.value
-                self._place(engine, session, c, dict(zip(v["places"], zip(v["rx_ns"], v["fct_ns"]))))
+                self._place(engine, session, c, _by_place(v))
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
         if len(self.watch):  # the classes left to learn: the memo's own until refuted
             engine.mark_memo_flows(self.watch, group=SMALL_GROUP)
@@ -439,7 +439,7 @@ class Recurring:
         e = self.known.get(self.copy_digests[c])
         if e is None or e.key != self.copy_keys[c]:
             return
-        at = dict(zip(e.value["places"], zip(e.value["rx_ns"], e.value["fct_ns"])))
+        at = _by_place(e.value)
         members = self.members[c]
         ordinal = np.arange(len(members))
         take = np.isin(ordinal, list(at))
@@ -488,20 +488,16 @@ class Recurring:
             m = self.members[c]
             done = engine.finished(m) & ~engine.timers(m)
             if c not in self.aside_from and done.any():
-                start, rx, fin = engine.flow_times(m[done])
                 session.learn_recurring(self.copy_keys[c], self.copy_digests[c],
-                                        {"places": np.flatnonzero(done).tolist(), "rx_ns": (rx - start).tolist(),
-                                         "fct_ns": (fin - start).tolist(), "aside": True})
+                                        {**_as_simulated(engine, m[done], np.flatnonzero(done)), "aside": True})
         for c in sorted(self.trusted & set(self.sampled)) if self.by_place else []:  # learned here: ...
             m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
             m = _from_start(engine, m[engine.finished(m)])
             m = m[np.lexsort((self.iteration[m], self.place[m]))]
             places, first = np.unique(self.place[m], return_index=True)
             if len(places):
-                start, rx, fin = engine.flow_times(m[first])
                 session.learn_recurring(self.simulated_keys[c], self.simulated_digests[c],
-                                        {"places": places.tolist(), "rx_ns": (rx - start).tolist(),
-                                         "fct_ns": (fin - start).tolist(), "gain": self.gains[c]})
+                                        {**_as_simulated(engine, m[first], places), "gain": self.gains[c]})
         if self.taken:
             taken = np.concatenate(self.taken)
             self.counters["memo_recurring_met_live"] = int((~engine.timers(taken)).sum())
@@ -527,6 +523,18 @@ def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust:
     most = np.zeros(len(counts), np.int64)
     np.maximum.at(most, pairs[:, 0], n)
     return (counts > trust) & (most > np.minimum(trust, TRUST_SAMPLES))
+
+
+def _by_place(value: dict) -> dict:
+    """An entry's copies by their place (or ordinal, ``BY_COPY``): place -> (rx_ns, fct_ns)."""
+    return dict(zip(value["places"], zip(value["rx_ns"], value["fct_ns"])))
+
+
+def _as_simulated(engine, flows: np.ndarray, places) -> dict:
+    """An entry's value holding ``flows`` as simulated, at ``places``: each one's time from its start
+    to its last byte received and to its last ACK."""
+    start, rx, fin = engine.flow_times(flows)
+    return {"places": np.asarray(places).tolist(), "rx_ns": (rx - start).tolist(), "fct_ns": (fin - start).tolist()}
 
 
 def _from_start(engine, finished: np.ndarray) -> np.ndarray:
