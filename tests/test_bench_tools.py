@@ -253,12 +253,14 @@ def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, 
     assert not cold_dir.exists()  # the wormhole runs' outputs are not kept (without --where)
 
 
-def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean():
+def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_from_the_pool_asked():
     """``tools/pace_model.py``: a class of 12 copies one after another, alone on their path (pace 1,
     so each copy's alone time is its time), is learned from its first 8 (``recurring._samples``),
     and each later copy is predicted the j-th sample's time (``aligned``, as the memo replays them),
     the samples' mean (``mean``), or the mean times one of the samples' deviations (``pooled``).
-    Catches a later copy given another sample, or the mean taken over other copies than the samples."""
+    They draw from the class's first 8 (as the memo), 8 spread over its copies, or all its copies
+    (``--pool``).  Catches a later copy given another sample, or the mean taken over other copies than
+    the pool's."""
     import numpy as np
     import pandas as pd
 
@@ -280,3 +282,9 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean():
     assert predicted["aligned"] == [100, 110, 120, 130]
     assert predicted["mean"] == [135] * 4
     assert set(predicted["pooled"]) <= set(samples_us)
+    # the later copies are the same 4 whatever they draw from: 8 copies spread over all 12 (the 1st,
+    # 2nd, 4th, 5th, 7th, 8th, 10th and 12th: mean 151.25 us, covered in whole microseconds) or all 12
+    for pool, mean_us in (("spread", 152), ("all", 157)):
+        net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", pool)
+        assert net["sample"].tolist() == [True] * 8 + [False] * 4
+        assert (net["predicted_ns"][8:] / 1000).tolist() == [mean_us] * 4

@@ -26,10 +26,19 @@ class's samples' mean: per copy 4.52% instead of 5.99%, but the steps' slowest f
 ring 4 -5.88%) and ``pooled`` (the class's mean times a deviation drawn from every class's samples:
 1.86%, -1.63% in all).  So ring 4's bias is not the spread a timer replays but its slowest class's
 level: that class's (4 -> 12) later copies are 4.6% slower at their alone pace than its 32 samples
-(DEVELOPERS.md, "Recurring flows").
+(DEVELOPERS.md, "Recurring flows").  ``--pool`` (2026-12-05, later) says it is the samples' representativeness
+alone: the same later copies drawing from 32 copies spread over the class's iteration put the steps
+at 1.60% per ring, from all its copies (its true level, known only at the run's end) 0.33% (every
+ring within 0.8%, ring 4 +0.04%), from its first 32 1.87%; per copy 5.9-6.0% whatever the pool.  Under DCQCN (the same
+trace, its full run, gain 1) first / spread / all: per ring 3.68% / 2.47% / 1.00%, total time
+-2.44% / -1.09% / -1.57%, per copy 19.6-20.0%: the alone pace does not explain DCQCN's copies (presumably its rate
+cuts, which outlast the contention that caused them): in 69 of the 78 classes of 256 whose first 32
+copies spread beyond 2x at their alone pace, the fastest ran within 15% of line rate, and the
+median copy took 2.6 times as long at its alone pace).
 
     python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
     python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all --order shuffled
+    python tools/pace_model.py DIR --topology SPEC --pool all          # the classes' true levels
 """
 
 from __future__ import annotations
@@ -121,6 +130,18 @@ def sample_order(order: str, later: np.ndarray, k: int) -> np.ndarray:
     return _hash(later, k)
 
 
+def pool_of(pool: str, members: np.ndarray, k: int) -> np.ndarray:
+    """The copies (of a class's ``members``, by flow id) its later copies draw their alone times
+    from: its first k, as the memo learns them (``first``); k spread evenly over all its copies
+    (``spread``: samples that see every part of the iteration); or all of them (``all``: the level
+    the class really has, which no run knows before its end)."""
+    if pool == "first":
+        return members[:k]
+    if pool == "spread":
+        return members[np.unique(np.linspace(0, len(members) - 1, k).astype(np.int64))]
+    return members
+
+
 def steps(net: pd.DataFrame) -> pd.DataFrame:
     """Per ring step whose flows are all predicted (collective instance ``unit``, and the flow's
     ordinal among its rank's flows of the instance), its slowest flow's time in the full run and as
@@ -157,14 +178,16 @@ def _rings(flows: pd.DataFrame) -> pd.Series:
 
 
 def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float,
-          order: str = "aligned") -> pd.DataFrame:
+          order: str = "aligned", pool: str = "first", samples: int | None = None) -> pd.DataFrame:
     """The full run's network flows with their class, whether a sample, their alone time and the
-    time the model predicts for the later copies (``predicted_ns``; -1 for samples and small classes)."""
+    time the model predicts for the later copies (``predicted_ns``; -1 for samples and small classes).
+    The later copies are always those after a class's first k (``recurring._samples``), as the memo
+    takes them; ``pool`` is what they draw from (``pool_of``)."""
     net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
     key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
     _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
     cls = cls.reshape(-1)
-    trust = _samples(counts, tolerance)
+    trust = _samples(counts, tolerance) if samples is None else np.full(len(counts), samples)
     learned = learnable_classes(cls, net["iteration"].to_numpy(), counts, trust)  # per class, as the memo's
     learnable = learned[cls]
     paths = _paths(net, topology)
@@ -175,21 +198,22 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     paces = _paces(gain)  # the memo's own pace per count of sharers
     alone = _alone_bins(occ, paths, start, end, paces)
     given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
-    pool = []
+    deviations = []
     for c in np.flatnonzero(learned):
         members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
         k = int(trust[c])
         sample[members[:k]] = True
+        drawn = alone[pool_of(pool, members, k)]
         if order in ("aligned", "shuffled"):
-            given[members[k:]] = alone[members[:k]][sample_order(order, members[k:], k)]
+            given[members[k:]] = drawn[sample_order(order, members[k:], len(drawn))]
         else:
-            mean = alone[members[:k]].mean()
+            mean = drawn.mean()
             given[members[k:]] = mean
-            pool.append(alone[members[:k]] / mean)
+            deviations.append(drawn / mean)
     if order == "pooled":
-        pool = np.concatenate(pool)
+        deviations = np.concatenate(deviations)
         later = (given > 0) & ~sample
-        given[later] *= pool[_hash(np.flatnonzero(later), len(pool))]
+        given[later] *= deviations[_hash(np.flatnonzero(later), len(deviations))]
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
     net["time_ns"] = (end - start) * BIN_NS
     net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
@@ -208,11 +232,17 @@ def main() -> int:
     ap.add_argument("--order", choices=["aligned", "shuffled", "mean", "pooled"], default="aligned",
                     help="which sample a later copy takes: in turn (as the memo does), by a hash of its id, its "
                          "class's mean (mean), or that mean times a deviation drawn from every class's samples (pooled)")
+    ap.add_argument("--pool", choices=["first", "spread", "all"], default="first",
+                    help="what the later copies draw from: the class's first k copies (as the memo), k spread "
+                         "over the iteration, or all its copies (its true level)")
+    ap.add_argument("--samples", type=int, default=None, metavar="K",
+                    help="k, a class's samples (default: the memo's, a quarter of its copies, 8 to 32)")
     a = ap.parse_args()
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
     try:
-        net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order)
+        net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order,
+                    a.pool, a.samples)
     except InputError as e:
         ap.exit(2, f"pace_model: {e}\n")
     later = net[net["predicted_ns"] >= 0]
