@@ -238,6 +238,8 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=None, metavar="K",
                     help="k, a class's samples (default: the memo's, a quarter of its copies, 8 to 32)")
     a = ap.parse_args()
+    if a.samples is not None and a.samples < 1:
+        ap.exit(2, f"pace_model: --samples {a.samples}: a class needs at least one sample\n")
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
     try:
