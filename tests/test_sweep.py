@@ -271,12 +271,18 @@ def test_an_interrupt_swallowed_by_a_finalizer_still_stops_the_sweep():
             time.sleep(0.2)  # the handler runs here, inside the finalizer
 
     interrupts = _Interrupts()
-    with pytest.raises(KeyboardInterrupt):
-        with interrupts.installed():
-            item = SignalledWhileCollected()
-            del item  # the KeyboardInterrupt is dropped ("Exception ignored in ...")
-            assert interrupts.seen  # run_sweep's loop looks at this each tick
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    # Python's own Ctrl-C handler, as in a terminal: a job started in the background with `&`
+    # inherits SIGINT ignored, which the sweep leaves alone (``installed``), and the test would fail
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.installed():
+                item = SignalledWhileCollected()
+                del item  # the KeyboardInterrupt is dropped ("Exception ignored in ...")
+                assert interrupts.seen  # run_sweep's loop looks at this each tick
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 def _nine_rates(tmp_path: Path) -> tuple[Path, Path]:
     """A star of 9 hosts at 9 different link rates (HPCC's INT encodes at most 8), one flow."""
