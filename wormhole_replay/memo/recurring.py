@@ -221,8 +221,7 @@ class Recurring:
                 self.refuted.add(c)
                 self.gains[c] = float(e.value.get("gain", 1.0))
                 self.placed_from[c] = e.digest
-                v = e.value
-                self._place(engine, session, c, _by_place(v))
+                self._place(engine, session, c, _by_place(e.value))
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
         if len(self.watch):  # the classes left to learn: the memo's own until refuted
             engine.mark_memo_flows(self.watch, group=SMALL_GROUP)
