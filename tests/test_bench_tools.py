@@ -258,8 +258,8 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
     so each copy's alone time is its time), is learned from its first 8 (``recurring._samples``),
     and each later copy is predicted the j-th sample's time (``aligned``, as the memo replays them),
     the samples' mean (``mean``), or the mean times one of the samples' deviations (``pooled``).
-    They draw from the class's first 8 (as the memo), 8 spread over its copies, or all its copies
-    (``--pool``).  Catches a later copy given another sample, or the mean taken over other copies than
+    They draw from the class's first 8 (as the memo), those and its probes, 8 spread over its
+    copies, or all its copies (``--pool``).  Catches a later copy given another sample, or the mean taken over other copies than
     the pool's."""
     import numpy as np
     import pandas as pd
@@ -288,3 +288,8 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
         net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", pool)
         assert net["sample"].tolist() == [True] * 8 + [False] * 4
         assert (net["predicted_ns"][8:] / 1000).tolist() == [mean_us] * 4
+    # probes at every 2nd place after the samples (the 10th and 12th, 200 us each) are simulated and
+    # join the pool (probes, tried in the memo and not kept: README, "Probes"): (8 x 135 + 2 x 200) / 10 = 148
+    net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", "probed", stride=2)
+    assert net["sample"].tolist() == [True] * 8 + [False, True, False, True]
+    assert (net["predicted_ns"][[8, 10]] / 1000).tolist() == [148, 148]

@@ -36,9 +36,18 @@ cuts, which outlast the contention that caused them): in 69 of the 78 classes of
 copies spread beyond 2x at their alone pace, the fastest ran within 15% of line rate, and the
 median copy took 2.6 times as long at its alone pace).
 
+``--pool probed`` (2026-12-05, night; the 2-iteration trace's full run made again, ``bench_memo``'s
+cache, gain 1.12): the first 32 and a probe at every 16th place of the first iteration put the
+steps at 1.10% per ring (iteration 2: 1.01%, worst ring 3.06%, where the first 32 alone give 1.78%
+and 5.35%), every 8th at 0.76% (0.78%, 2.29%), all copies 0.25%.  So the model says probes would
+do; the engine says otherwise: a probe runs among timers, and a packet flow beside paced timers
+runs late (README, "Probes").  Drawing from the 4 probes nearest by place instead of the whole pool
+in turn was no better (1.36% at every 16th place, 0.85% at every 8th).
+
     python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
     python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all --order shuffled
     python tools/pace_model.py DIR --topology SPEC --pool all          # the classes' true levels
+    python tools/pace_model.py DIR --topology SPEC --pool probed --stride 8   # and probes every 8th place
 """
 
 from __future__ import annotations
@@ -130,13 +139,24 @@ def sample_order(order: str, later: np.ndarray, k: int) -> np.ndarray:
     return _hash(later, k)
 
 
-def pool_of(pool: str, members: np.ndarray, k: int) -> np.ndarray:
+def probes_of(members: np.ndarray, iteration: np.ndarray, k: int, stride: int) -> np.ndarray:
+    """A class's probes, copies a memo would keep simulated to widen its pool (tried and not kept:
+    README, "Probes"): after its first k copies, those of its first iteration at every ``stride``-th place."""
+    first = members[iteration[members] == iteration[members[0]]]
+    place = np.arange(len(first))
+    return first[(place >= k) & (place % stride == stride - 1)]
+
+
+def pool_of(pool: str, members: np.ndarray, k: int, probes: np.ndarray | None = None) -> np.ndarray:
     """The copies (of a class's ``members``, by flow id) its later copies draw their alone times
-    from: its first k, as the memo learns them (``first``); k spread evenly over all its copies
+    from: its first k, as the memo learns them (``first``); those and its ``probes`` (``probed``,
+    ``probes_of``); k spread evenly over all its copies
     (``spread``: samples that see every part of the iteration); or all of them (``all``: the level
     the class really has, which no run knows before its end)."""
     if pool == "first":
         return members[:k]
+    if pool == "probed":
+        return np.concatenate([members[:k], probes])
     if pool == "spread":
         return members[np.unique(np.linspace(0, len(members) - 1, k).astype(np.int64))]
     return members
@@ -149,7 +169,7 @@ def steps(net: pd.DataFrame) -> pd.DataFrame:
     coll = net[net["kind"] == "coll"].sort_values("flow_id")
     coll = coll.assign(step=coll.groupby(["unit", "rank"]).cumcount())
     g = coll.groupby(["ring", "unit", "step"]).agg(full=("time_ns", "max"), predicted=("predicted_ns", "max"),
-                                                  known=("predicted_ns", "min"))
+                                                  known=("predicted_ns", "min"), iteration=("iteration", "first"))
     return g[g["known"] >= 0]
 
 
@@ -178,17 +198,19 @@ def _rings(flows: pd.DataFrame) -> pd.Series:
 
 
 def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float,
-          order: str = "aligned", pool: str = "first", samples: int | None = None) -> pd.DataFrame:
+          order: str = "aligned", pool: str = "first", samples: int | None = None, stride: int = 16) -> pd.DataFrame:
     """The full run's network flows with their class, whether a sample, their alone time and the
     time the model predicts for the later copies (``predicted_ns``; -1 for samples and small classes).
     The later copies are always those after a class's first k (``recurring._samples``), as the memo
-    takes them; ``pool`` is what they draw from (``pool_of``)."""
+    takes them, less the probes (every ``stride``-th place of the first iteration, simulated) where
+    ``pool`` is ``probed``; ``pool`` is what they draw from (``pool_of``)."""
     net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
     key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
     _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
     cls = cls.reshape(-1)
     trust = _samples(counts, tolerance) if samples is None else np.full(len(counts), samples)
-    learned = learnable_classes(cls, net["iteration"].to_numpy(), counts, trust)  # per class, as the memo's
+    iteration = net["iteration"].to_numpy()
+    learned = learnable_classes(cls, iteration, counts, trust)  # per class, as the memo's
     learnable = learned[cls]
     paths = _paths(net, topology)
     start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
@@ -202,13 +224,15 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     for c in np.flatnonzero(learned):
         members = np.flatnonzero(cls == c)  # by flow id, as the memo's samples are its first copies
         k = int(trust[c])
-        sample[members[:k]] = True
-        drawn = alone[pool_of(pool, members, k)]
+        probes = probes_of(members, iteration, k, stride) if pool == "probed" else members[:0]
+        sample[members[:k]] = sample[probes] = True
+        later = members[k:][~np.isin(members[k:], probes)]
+        drawn = alone[pool_of(pool, members, k, probes)]
         if order in ("aligned", "shuffled"):
-            given[members[k:]] = drawn[sample_order(order, members[k:], len(drawn))]
+            given[later] = drawn[sample_order(order, later, len(drawn))]
         else:
             mean = drawn.mean()
-            given[members[k:]] = mean
+            given[later] = mean
             deviations.append(drawn / mean)
     if order == "pooled":
         deviations = np.concatenate(deviations)
@@ -232,19 +256,22 @@ def main() -> int:
     ap.add_argument("--order", choices=["aligned", "shuffled", "mean", "pooled"], default="aligned",
                     help="which sample a later copy takes: in turn (as the memo does), by a hash of its id, its "
                          "class's mean (mean), or that mean times a deviation drawn from every class's samples (pooled)")
-    ap.add_argument("--pool", choices=["first", "spread", "all"], default="first",
-                    help="what the later copies draw from: the class's first k copies (as the memo), k spread "
-                         "over the iteration, or all its copies (its true level)")
+    ap.add_argument("--pool", choices=["first", "probed", "spread", "all"], default="first",
+                    help="what the later copies draw from: the class's first k copies, those and its probes "
+                         "(README, \"Probes\"), k spread over the iteration, or all its copies (its true level)")
+    ap.add_argument("--stride", type=int, default=16, help="with --pool probed: a probe every STRIDE-th place")
     ap.add_argument("--samples", type=int, default=None, metavar="K",
                     help="k, a class's samples (default: the memo's, a quarter of its copies, 8 to 32)")
     a = ap.parse_args()
+    if a.stride < 1:
+        ap.exit(2, f"pace_model: --stride {a.stride}: a probe every STRIDE-th place needs STRIDE of 1 or more\n")
     if a.samples is not None and a.samples < 1:
         ap.exit(2, f"pace_model: --samples {a.samples}: a class needs at least one sample\n")
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
     try:
         net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order,
-                    a.pool, a.samples)
+                    a.pool, a.samples, a.stride)
     except InputError as e:
         ap.exit(2, f"pace_model: {e}\n")
     later = net[net["predicted_ns"] >= 0]
@@ -254,7 +281,8 @@ def main() -> int:
           f"total time {later['predicted_ns'].sum() / later['time_ns'].sum() - 1:+.2%}")
     rings = later.groupby("ring").agg(copies=("time_ns", "size"), predicted=("predicted_ns", "sum"), full=("time_ns", "sum"))
     rings["total"] = rings["predicted"] / rings["full"] - 1
-    by_step = steps(net).groupby("ring").agg(steps=("full", "size"), full=("full", "sum"), predicted=("predicted", "sum"))
+    step = steps(net)
+    by_step = step.groupby("ring").agg(steps=("full", "size"), full=("full", "sum"), predicted=("predicted", "sum"))
     rings["steps"] = by_step["steps"]
     rings["slowest"] = by_step["predicted"] / by_step["full"] - 1
     print("per ring: its copies' total time, and its steps' slowest flows (the steps all predicted)")
@@ -262,6 +290,11 @@ def main() -> int:
         formatters={"total": "{:+.2%}".format, "slowest": "{:+.2%}".format}))
     print(f"steps' slowest flows: |error| per ring mean {rings['slowest'].abs().mean():.2%}, "
           f"in all {by_step['predicted'].sum() / by_step['full'].sum() - 1:+.2%}")
+    for i, it in later.groupby("iteration") if later["iteration"].nunique() > 1 else ():  # where the next iteration differs
+        ring = step[step["iteration"] == i].groupby("ring")[["predicted", "full"]].sum()
+        slowest = (ring["predicted"] / ring["full"] - 1).abs()
+        print(f"iteration {i}: {len(it)} later copies, total time {it['predicted_ns'].sum() / it['time_ns'].sum() - 1:+.2%}; "
+              f"steps' slowest flows per ring mean {slowest.mean():.2%}, worst {slowest.max():.2%}")
     return 0
 
 
