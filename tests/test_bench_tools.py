@@ -259,8 +259,8 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
     and each later copy is predicted the j-th sample's time (``aligned``, as the memo replays them),
     the samples' mean (``mean``), or the mean times one of the samples' deviations (``pooled``).
     They draw from the class's first 8 (as the memo), those and its probes, 8 spread over its
-    copies, or all its copies (``--pool``).  Catches a later copy given another sample, or the mean taken over other copies than
-    the pool's."""
+    copies, or all its copies (``--pool``).  Catches a later copy given another sample, or the mean
+    taken over other copies than the pool's."""
     import numpy as np
     import pandas as pd
 

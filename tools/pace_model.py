@@ -290,11 +290,13 @@ def main() -> int:
         formatters={"total": "{:+.2%}".format, "slowest": "{:+.2%}".format}))
     print(f"steps' slowest flows: |error| per ring mean {rings['slowest'].abs().mean():.2%}, "
           f"in all {by_step['predicted'].sum() / by_step['full'].sum() - 1:+.2%}")
-    for i, it in later.groupby("iteration") if later["iteration"].nunique() > 1 else ():  # where the next iteration differs
-        ring = step[step["iteration"] == i].groupby("ring")[["predicted", "full"]].sum()
-        slowest = (ring["predicted"] / ring["full"] - 1).abs()
-        print(f"iteration {i}: {len(it)} later copies, total time {it['predicted_ns'].sum() / it['time_ns'].sum() - 1:+.2%}; "
-              f"steps' slowest flows per ring mean {slowest.mean():.2%}, worst {slowest.max():.2%}")
+    if later["iteration"].nunique() > 1:  # per iteration: a later one draws only from the first's copies
+        for i, it in later.groupby("iteration"):
+            ring = step[step["iteration"] == i].groupby("ring")[["predicted", "full"]].sum()
+            slowest = (ring["predicted"] / ring["full"] - 1).abs()
+            print(f"iteration {i}: {len(it)} later copies, total time "
+                  f"{it['predicted_ns'].sum() / it['time_ns'].sum() - 1:+.2%}; "
+                  f"steps' slowest flows per ring mean {slowest.mean():.2%}, worst {slowest.max():.2%}")
     return 0
 
 
