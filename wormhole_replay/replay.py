@@ -154,8 +154,12 @@ def replay(trace, topology, cc: str, iterations: int | None = None, config=None,
     def each_slice(state):  # wall-clock time at which each iteration's last flow was done
         from .engine import layout as L
 
-        finished = np.bincount(flow_key[state.flows.table[:, L.FT_STATE] == 2], minlength=len(keys))
-        done_wall[np.isnan(done_wall) & (finished == flows_of_key)] = time.perf_counter() - t0
+        # a scan of every flow's state costs 4.5 ms at 2.9 M flows (2.5 s of a 78 s replay): only
+        # once enough flows are done for one more iteration to be
+        pending = np.isnan(done_wall)
+        if pending.any() and state.state[L.ST_FINISHED] >= flows_of_key[~pending].sum() + flows_of_key[pending].min():
+            finished = np.bincount(flow_key[state.flows.table[:, L.FT_STATE] == 2], minlength=len(keys))
+            done_wall[pending & (finished == flows_of_key)] = time.perf_counter() - t0
         if on_slice is not None:
             on_slice(state)
 

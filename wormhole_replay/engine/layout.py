@@ -354,7 +354,9 @@ TM_DONE = 2  # ... of which it had covered by TM_SINCE (ns at that pace)
 TM_SINCE = 3  # when it started or its share last changed
 TM_SHARERS = 4  # flows' data leaving the busiest port its data leaves (itself included; 1 if unpaced)
 TM_BPS = 5  # the rate it reserves of its links (its share of its tightest link, timers._share_bps; 0 if unpaced)
-TM_LEN = 6
+TM_YIELD = 6  # millionths of its share it holds: below a million after a packet flow started beside it (HPCC's newcomer)
+TM_LIVE = 7  # packet flows on its data path's ports (summed) when its share was last set: one ending gives the yield back
+TM_LEN = 8
 
 # --- kernel return codes -----------------------------------------------------------------------
 RUN_DONE = 0  # no events left, or the stop time was reached

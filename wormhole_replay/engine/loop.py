@@ -120,6 +120,7 @@ def _qp_event(net, flows, events, cfg, state, parts, f, timer):
             if cfg.ints[CI_WH] != 0 and timers.running_beside(net, flows, f):
                 timers.thaw_beside(net, flows, events, cfg, state, parts, f)
             if cfg.ints[CI_WH] != 0 and state[ST_WH_TIMERS] > 0:  # paced timers where it runs go slower
+                timers.yield_to(net, flows, events, cfg, state, parts, f)
                 timers.repace_beside(net, flows, events, cfg, state, parts)
     elif timer == T_RTO:
         transport.retransmission_timeout(net, flows, events, cfg, state, f)
