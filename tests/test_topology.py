@@ -18,6 +18,7 @@ from wormhole_replay.topology import (
     flow_path,
     node_path_to_ports,
     node_to_ip,
+    nodes_to_ips,
     pair_metrics,
     parse_rate_bps,
     parse_time_ns,
@@ -483,6 +484,8 @@ def test_node_to_ip():
     assert node_to_ip(255) == 0x0B00FF01
     assert node_to_ip(256) == 0x0B010001
     assert node_to_ip(300) == 0x0B012C01
+    nodes = np.array([0, 1, 255, 256, 300, 70_000])
+    assert nodes_to_ips(nodes).tolist() == [node_to_ip(n) for n in nodes]
 
 
 def test_ecmp_hash_is_murmur3():
@@ -538,3 +541,26 @@ def test_the_engine_builds_every_flows_ports_from_its_own_path():
         assert data == node_path_to_ports(topo, flow_path(topo, routes, s, d, sp, dp))
         assert ack == node_path_to_ports(topo, flow_path(topo, routes, s, d, sp, dp, ack=True))
     assert longest == max(ack_start - data_start)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("dst", 99, "flows: flow 2: destination node 99 does not exist"),
+    ("src", 4, "flows: flow 2: source node 4 is a switch, not a host"),
+    ("dst", 0, "flows: flow 2: source and destination are the same host (0)"),
+    ("size", 0, "flows: flow 2: size must be positive"),
+    ("start_ns", -1, "flows: flow 2: start time must not be negative"),
+    ("pg", 0, "flows: flow 2: priority group must be 1..7"),
+    ("pg", 8, "flows: flow 2: priority group must be 1..7"),
+])
+def test_a_flow_set_names_its_first_bad_flow(field, value, message):
+    """``FlowSet.validate`` checks every flow at once and names the first that fails, with the
+    message its first failing rule gives (flow 2 here; flow 3 fails too, by its size)."""
+    from wormhole_replay.workload.flowfile import FlowSet
+
+    topo = build_topology("leaf-spine:hosts=4,leaves=2,spines=1")  # hosts 0-3, switches 4-6
+    columns = dict(src=[0, 1, 0, 2], dst=[1, 2, 1, 3], pg=[3] * 4, dport=[100] * 4, size=[1000, 1000, 1000, 0],
+                   start_ns=[0] * 4)
+    FlowSet(**{k: np.array(v[:3], np.int64) for k, v in columns.items()}).validate(topo)  # the first three are fine
+    columns[field][2] = value
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        FlowSet(**{k: np.array(v, np.int64) for k, v in columns.items()}).validate(topo)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import SimConfig
-from ..topology.routing import node_to_ip
+from ..topology.routing import nodes_to_ips
 from ..workload.flowfile import FlowSet
 from . import layout as L
 from .build import STOP_WINDOW_S, build, grow_packets
@@ -198,12 +198,9 @@ def format_fct(flows: pd.DataFrame) -> str:
     """``fct.txt`` as the reference writes it: completed flows in completion order,
     ``sip dip sport dport size start_ns fct_ns standalone_fct_ns`` with hex addresses."""
     done = flows[flows["completed"] & ~flows["virtual"]].sort_values("done_index", kind="stable")
-    lines = [
-        f"{node_to_ip(int(r.src)):08x} {node_to_ip(int(r.dst)):08x} {r.sport} {r.dport} {r.size_bytes} "
-        f"{r.start_ns} {r.fct_ns} {r.standalone_fct_ns}\n"
-        for r in done.itertuples(index=False)
-    ]
-    return "".join(lines)
+    columns = [[f"{ip:08x}" for ip in nodes_to_ips(done[end].to_numpy()).tolist()] for end in ("src", "dst")]
+    columns += [map(str, done[c].tolist()) for c in ("sport", "dport", "size_bytes", "start_ns", "fct_ns", "standalone_fct_ns")]
+    return "".join(" ".join(row) + "\n" for row in zip(*columns))  # by columns: 4x faster than by rows
 
 
 def format_pfc(pfc: pd.DataFrame) -> str:

@@ -22,6 +22,7 @@ from wormhole_replay.topology.routing import (
     flow_path,
     node_path_to_ports,
     node_to_ip,
+    nodes_to_ips,
     pair_metrics,
 )
 from wormhole_replay.topology.units import parse_rate_bps, parse_time_ns
@@ -39,6 +40,7 @@ __all__ = [
     "flow_path",
     "node_path_to_ports",
     "node_to_ip",
+    "nodes_to_ips",
     "pair_metrics",
     "parse_rate_bps",
     "parse_time_ns",

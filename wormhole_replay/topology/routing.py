@@ -276,6 +276,12 @@ def node_to_ip(node_id: int) -> int:
     return 0x0B000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100
 
 
+def nodes_to_ips(node_ids: np.ndarray) -> np.ndarray:
+    """``node_to_ip`` of each of ``node_ids`` (int64)."""
+    n = np.asarray(node_ids, np.int64)
+    return 0x0B000001 + (n // 256) * 0x10000 + (n % 256) * 0x100
+
+
 def _rotl32(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & _M32
 

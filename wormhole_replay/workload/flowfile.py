@@ -75,10 +75,18 @@ class FlowSet:
         return self.deps[self.deps_ptr[f]:self.deps_ptr[f + 1]]
 
     def validate(self, topo, where: str = "flows") -> None:
-        """Every flow between two distinct hosts of ``topo``, with a positive size."""
+        """Every flow between two distinct hosts of ``topo``, with a positive size.  Checked on the
+        arrays at once, then flow by flow only for the first that fails, for its message (a loop over
+        every flow took 0.8 s of a 128-GPU iteration's replay)."""
         n_nodes = topo.n_nodes
         virtual = self.is_virtual
-        for f in range(len(self)):
+        is_switch = np.asarray(topo.is_switch, bool)
+        src, dst = self.src.astype(np.int64), self.dst.astype(np.int64)
+        ok = (src >= 0) & (src < n_nodes) & (dst >= 0) & (dst < n_nodes)
+        ok[ok] &= ~is_switch[src[ok]] & ~is_switch[dst[ok]]
+        ok &= np.where(virtual, self.size >= 0, (src != dst) & (self.size > 0))
+        ok &= (self.start_ns >= 0) & (self.pg > 0) & (self.pg < 8)
+        for f in np.flatnonzero(~ok)[:1].tolist():
             s, d = int(self.src[f]), int(self.dst[f])
             line = f"{where}: flow {f}"
             for name, node in (("source", s), ("destination", d)):
