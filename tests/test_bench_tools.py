@@ -186,6 +186,30 @@ def test_bench_memo_recurring_takes_flows_from_their_copies(tmp_path, monkeypatc
     assert all(abs(m) < 1 for m in mean_fct), out  # a rail's copies recur alike, iteration by iteration
 
 
+def test_bench_memo_draws_run_the_mechanism_on_perturbed_traces(tmp_path, monkeypatch, capsys):
+    """``--draws 2``: the cold run again on the trace with one op 1 ns and 10 ns longer, each on a
+    database of its own, printed as rows and per-iteration lines of their own against the same full
+    run; catches the draws not running, sharing the cold run's database, or not being printed."""
+    import wormhole_replay.replay as replay_module
+
+    dbs = []
+    real = replay_module.replay
+
+    def noting(*args, **kwargs):
+        dbs.append(kwargs.get("memo_db"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_module, "replay", noting)
+    out = _bench_memo_on_a_rail(tmp_path, monkeypatch, capsys, "--iterations", "1", "--recurring", "--no-plain",
+                                "--no-floor", "--draws", "2")
+    rows = [line.split()[0] for line in out.splitlines() if len(line.split()) > 3 and line.split()[2].endswith("x")]
+    assert rows == ["full", "cold", "warm", "+1ns", "+10ns"], out
+    lines = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert lines == ["cold", "warm", "+1ns", "+10ns"], out
+    cold_db, draw_dbs = dbs[2], dbs[-2:]  # after the warm-up and the full run: cold, warm, the draws
+    assert len(set(draw_dbs) | {cold_db}) == 3 and None not in draw_dbs, dbs
+
+
 def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_path, monkeypatch, capsys):
     """``--cache``: the first call simulates the full run and its noise draw and keeps them, a later
     one takes them from there (no full simulation) and prints the same full row; ``--no-plain``

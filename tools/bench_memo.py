@@ -10,7 +10,7 @@ iteration (beside the noise draw's); and the warm run's largest difference from 
 
     python tools/bench_memo.py [--trace traces/gpt-16gpu.trace.parquet] [--cc dcqcn] [--iterations 4]
                                [--shared-prefixes] [--episodes] [--recurring [SPREAD]] [--db memo.sqlite]
-                               [--cache out/bench-memo] [--no-plain] [--no-floor]
+                               [--cache out/bench-memo] [--no-plain] [--no-floor] [--draws K]
 
 At 128 GPUs a full run takes 15-75 minutes here: ``--cache DIR`` keeps the full run and its noise
 draw (flows, iterations, wall time and events) in a folder named by a digest of their inputs (the
@@ -32,6 +32,12 @@ The noise floor printed last is the full simulation against itself with one comp
 longer (the first one something depends on: ``audit.compare.perturb_ops``, as ``audit
 --noise-floor``): on DAG workloads contention order is chaotic, and per-flow errors below it mean
 nothing.  ``--no-floor`` skips the draw (another full run) where it is not kept yet.
+
+``--draws K`` also runs the cold replay (a new database) on the trace with the same op 1 ns, 10 ns,
+100 ns, 1 us longer (the first K of ``compare.DRAW_DELAYS_NS``), each against the unperturbed full
+run: other draws of the *mechanism*.  On the 128-GPU DDP fat-tree a change to the memo moved one
+draw's iteration 2 by a few points and another's the other way (README, "Newcomers"): keep a change
+only where the draws agree.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from wormhole_replay.audit.compare import perturb_ops, rank_ends
+from wormhole_replay.audit.compare import DRAW_DELAYS_NS, delay_text, perturb_ops, rank_ends
 from wormhole_replay.options import fraction
 from wormhole_replay.replay import replay
 from wormhole_replay.workload.trace import Trace, load_trace
@@ -126,6 +132,9 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, help="keep the full run and its noise draw here, and reuse them")
     ap.add_argument("--no-plain", action="store_true", help="skip the wormhole run without a memo")
     ap.add_argument("--no-floor", action="store_true", help="skip the noise draw (another full run)")
+    ap.add_argument("--draws", type=int, default=0, choices=range(len(DRAW_DELAYS_NS) + 1), metavar="K",
+                    help="also the cold run on the trace with one op 1 ns, 10 ns, ... longer (the first K "
+                         "draws), against the unperturbed full run")
     a = ap.parse_args()
     trace = load_trace(a.trace)
     tmp = tempfile.TemporaryDirectory()
@@ -141,6 +150,9 @@ def main() -> int:
     plain = None if a.no_plain else replay(trace, **run)  # wormhole mode without a memo: what the memo adds
     cold = replay(trace, **run, **memo)
     warm = replay(trace, **run, **memo)
+    draws = [("+" + delay_text(d).replace(" ", ""), replay(Trace(perturb_ops(trace.ops, d)[0], trace.meta), **run,
+                                          **{**memo, "memo_db": str(Path(tmp.name) / f"draw-{d}.sqlite")}))
+             for d in DRAW_DELAYS_NS[:a.draws]]
     floor = None if a.no_floor else cached(a.cache, a.trace, "noise-1ns", run, lambda: replay(
         Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full"))
 
@@ -150,7 +162,7 @@ def main() -> int:
           f"{f'; full run and noise draw kept in (or taken from) {a.cache}' if a.cache else ''}")
     print(f"{'run':7s} {'wall s':>7s} {'vs full':>8s} {'events':>11s} {'hits':>5s} {'lookups':>7s} "
           f"{'entries':>8s} {'FCT err mean':>12s} {'p99':>7s} {'iter err':>8s} {'mean FCT':>8s}")
-    for name, r in (("full", full), ("no memo", plain), ("cold", cold), ("warm", warm)):
+    for name, r in (("full", full), ("no memo", plain), ("cold", cold), ("warm", warm), *draws):
         if r is None:
             continue
         c, w = r.counters, r.counters.get("wormhole", {})
@@ -167,7 +179,7 @@ def main() -> int:
                           for i, s, h, n, q in zip(it["index"], it["wall_seconds"], it["memo_hits"], it["memo_lookups"], rate))
         print(f"{name} iterations: {cells}")
     print("per iteration against full (duration, mean FCT, per-flow FCT error mean / p99, worst rank's end):")
-    for name, r in (("cold", cold), ("warm", warm), ("floor", floor)):
+    for name, r in (("cold", cold), ("warm", warm), *draws, ("floor", floor)):
         if r is None:
             continue
         print(f"  {name:5s} " + "; ".join(f"#{i} {d:+.2%}, {mf:+.2%}, {m:.2%} / {p99:.2%}, {re:.2%}"
