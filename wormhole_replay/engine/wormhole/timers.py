@@ -233,7 +233,9 @@ def yield_to(net, flows, events, cfg, state, parts, g):
     (it starts at line rate, and every flow's cut is in proportion to its rate): measured in full
     simulation on a leaf-spine, a 1-8 MB flow joining 2-4 flows into one host took 35-41% of the
     link's target rate throughout (``NEWCOMER_SHARE``), where an equal share was 20-33%; beside one
-    flow it takes its half.  Held at equal shares, two timers left a 3.3 MB newcomer 23% late
+    flow it takes its half.  On the k=8 fat-tree's longer cross-pod paths it keeps more (about half
+    beside two flows, 41% beside four: README, "Newcomers"), so the one constant leaves those
+    newcomers up to 20% late there.  Held at equal shares, two timers left a 3.3 MB newcomer 23% late
     (``tests/test_recurring.py``).  Each timer there holds at most what the others get when g has
     that share (an equal part of the rest), a part of its equal share (``TM_YIELD``) that
     ``repace_beside`` applies from now, until a packet flow beside it ends."""
