@@ -229,7 +229,7 @@ def test_a_copy_is_paced_by_the_flows_on_its_busiest_port():
             return t[:, 0], t[:, 1], t[:, 1]
 
     engine = _Times({0: (0, 600), 1: (100, 300), 2: (300, 900), 3: (250, 1000), 4: (-1, -1)})
-    spent = _spent(engine, [np.array([0, 1, 4]), np.array([0, 2, 3])], 0, 600)[None]
+    spent = _spent([engine.flow_times(np.array(p))[:2] for p in ([0, 1, 4], [0, 2, 3])], 0, 600)[None]
     assert _alone(spent, 1.0)[0] == 300
     # where n flows on a link get together 1.12 times what one gets alone: 100 + (200 / 2 + 300 / 3) * 1.12
     assert _alone(spent, 1.12)[0] == 324

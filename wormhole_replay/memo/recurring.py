@@ -301,9 +301,9 @@ class Recurring:
         gain fitted on the first ``GAIN_CLASSES`` classes sampled (``fit_gain``).  Timers run at that
         pace (``wormhole/timers.py``), so copies that met other flows and copies that ran alone can
         be compared, and taken for each other."""
-        on = self._flows_on(engine, c)
+        on = [engine.flow_times(flows)[:2] for flows in self._flows_on(engine, c)]  # read once for all copies
         start, rx, _ = engine.flow_times(self.sampled[c])
-        return np.array([_spent(engine, on, int(s), int(r)) for s, r in zip(start, rx)])
+        return np.array([_spent(on, int(s), int(r)) for s, r in zip(start, rx)])
 
     def _flows_on(self, engine, c: int) -> list:
         """Per port class c's data leaves, the recurring classes' flows whose data leaves it too.
@@ -572,14 +572,14 @@ def _workload(flows: FlowSet, classes: np.ndarray) -> str:
     return hashlib.sha256(canonical_json(what).encode()).hexdigest()
 
 
-def _spent(engine, on_ports, start: int, rx: int) -> np.ndarray:
+def _spent(on_ports, start: int, rx: int) -> np.ndarray:
     """The ns of ``[start, rx)`` spent beside n flows (``[n - 1]``, n up to ``MOST_SHARERS``): n the
     most flows live at once (from their start to their last byte received, or on) among those of
-    each list of ``on_ports``, at least 1."""
+    each port of ``on_ports`` (per port, its flows' starts and last bytes received, -1 where not
+    yet), at least 1."""
     cuts, counts = [np.array([start, rx], np.int64)], []
     lives = []
-    for flows in on_ports:
-        s, r, _ = engine.flow_times(flows)
+    for s, r in on_ports:
         live = _live(s, r, start, rx)
         s, r = s[live], np.where(r[live] < 0, rx, r[live])
         lives.append((np.sort(s), np.sort(r)))
