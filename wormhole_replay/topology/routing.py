@@ -270,16 +270,20 @@ def pair_metrics(
     return rtt, bw_h, bdp
 
 
+def _ip(node):
+    """The reference's IPv4 address of a node id (an int, or an int64 array of them):
+    ``0x0b000001 + (id//256)*0x10000 + (id%256)*0x100``."""
+    return 0x0B000001 + (node // 256) * 0x10000 + (node % 256) * 0x100
+
+
 def node_to_ip(node_id: int) -> int:
-    """The reference's IPv4 address of a node: ``0x0b000001 + (id//256)*0x10000 + (id%256)*0x100``."""
-    node_id = int(node_id)
-    return 0x0B000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100
+    """The reference's IPv4 address of a node (``_ip``)."""
+    return _ip(int(node_id))
 
 
 def nodes_to_ips(node_ids: np.ndarray) -> np.ndarray:
     """``node_to_ip`` of each of ``node_ids`` (int64)."""
-    n = np.asarray(node_ids, np.int64)
-    return 0x0B000001 + (n // 256) * 0x10000 + (n % 256) * 0x100
+    return _ip(np.asarray(node_ids, np.int64))
 
 
 def _rotl32(x: int, r: int) -> int:
