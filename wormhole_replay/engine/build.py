@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique_rows
 from ..config import SimConfig
 from ..errors import InputError
 from ..topology.routing import compute_routes, flow_path, node_path_to_ports, pair_metrics
@@ -85,8 +86,7 @@ def port_paths(topo, flows: FlowSet, routes, sport, pinned=None):
     else:
         keys = np.stack([flows.src, flows.dst, sport, flows.dport], axis=1)
         keys[flows.is_virtual, 2:] = -1  # no packets: no path, whatever its ports
-        uniq, which = np.unique(keys, axis=0, return_inverse=True)
-        which = which.reshape(-1).astype(np.int64)
+        uniq, which, _ = unique_rows(keys)
         segs = []
         for s, d, sp, dp in uniq.tolist():
             if sp < 0:

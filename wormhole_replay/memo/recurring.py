@@ -69,6 +69,7 @@ import hashlib
 
 import numpy as np
 
+from ..arrays import unique_rows
 from ..errors import InputError
 from ..workload.flowfile import FlowSet
 from .entry import canonical_json
@@ -103,8 +104,7 @@ class Recurring:
         network = np.flatnonzero(~flows.is_virtual)
         key = np.stack([flows.src[network], flows.dst[network], np.asarray(sport)[network], flows.dport[network],
                         flows.pg[network], flows.size[network]], axis=1).astype(np.int64)
-        classes, cls, counts = np.unique(key.reshape(-1, 6), axis=0, return_inverse=True, return_counts=True)
-        cls = cls.reshape(-1)
+        classes, cls, counts = unique_rows(key.reshape(-1, 6))
         workload = _workload(flows, classes)
         self.keys = [_key([workload, c, PACE]) for c in classes.tolist()]
         self.digests = [_digest(k) for k in self.keys]
@@ -518,7 +518,7 @@ def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust:
     beside them as sharers (``Recurring._flows_on``), where rings starve them.  A class of a few
     copies per iteration (a send, a small ring's last bucket) is the memo's own packet flow, and a
     later run takes it by copy (``Recurring._aside``)."""
-    pairs, n = np.unique(np.stack([cls, iteration], axis=1), axis=0, return_counts=True)
+    pairs, _, n = unique_rows(np.stack([cls, iteration], axis=1))
     most = np.zeros(len(counts), np.int64)
     np.maximum.at(most, pairs[:, 0], n)
     return (counts > trust) & (most > np.minimum(trust, TRUST_SAMPLES))
