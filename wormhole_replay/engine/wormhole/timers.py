@@ -176,7 +176,8 @@ def _share_bps(net, flows, cfg, f):
 
 
 MILLION = 1_000_000  # a timer's TM_YIELD when it holds all of its share
-NEWCOMER_SHARE = 0.43  # of a link's target rate, a flow joining two or more there keeps (HPCC; yield_to)
+NEWCOMER_SHARE = 0.43  # of a link's target rate, a flow joining two or more there keeps (HPCC; newcomer_share), ...
+NEWCOMER_FADE_NS = 1_875_000  # ... its lead over an equal share fading in this time over the flows it meets upstream
 
 
 @kernel(inline="always")
@@ -233,9 +234,8 @@ def yield_to(net, flows, events, cfg, state, parts, g):
     (it starts at line rate, and every flow's cut is in proportion to its rate): measured in full
     simulation on a leaf-spine, a 1-8 MB flow joining 2-4 flows into one host took 35-41% of the
     link's target rate throughout (``NEWCOMER_SHARE``), where an equal share was 20-33%; beside one
-    flow it takes its half.  On the k=8 fat-tree's longer cross-pod paths it keeps more (about half
-    beside two flows, 41% beside four: README, "Newcomers"), so the one constant leaves those
-    newcomers up to 20% late there.  Held at equal shares, two timers left a 3.3 MB newcomer 23% late
+    flow it takes its half.  How long it keeps it depends on whom it meets before the link they share
+    (``newcomer_share``).  Held at equal shares, two timers left a 3.3 MB newcomer 23% late
     (``tests/test_recurring.py``).  Each timer there holds at most what the others get when g has
     that share (an equal part of the rest), a part of its equal share (``TM_YIELD``) that
     ``repace_beside`` applies from now, until a packet flow beside it ends."""
@@ -254,12 +254,49 @@ def yield_to(net, flows, events, cfg, state, parts, g):
             for k in range(ft[g, FT_DPATH], ft[g, FT_APATH]):
                 if paths[k] == p:
                     others = ports[p, PT_TIMERS_DATA] + ports[p, PT_LIVE_DATA] - 1  # all but g
-                    most = min(most, u * ports[p, PT_RATE] * (1.0 - NEWCOMER_SHARE) / max(others, 1) / wire_ratio(cfg))
+                    kept = newcomer_share(net, flows, cfg, g, p)
+                    most = min(most, u * ports[p, PT_RATE] * (1.0 - kept) / max(others, 1) / wire_ratio(cfg))
                     break
         share = _share_bps(net, flows, cfg, f)  # its equal share with g counted
         held = MILLION if most >= share else np.int64(most / max(share, 1) * MILLION)
         if held < row[TM_YIELD]:
             _repace(flows, events, cfg, state, parts, i, _sharers(net, flows, f), held)
+
+
+@kernel(inline="always")
+def newcomer_share(net, flows, cfg, g, p):
+    """The share of port p's target rate (wire bytes) packet flow g, just started there beside other
+    flows, keeps on average over its life under HPCC.  It starts at line rate where the others were
+    cut to their shares, and every flow's cut is in proportion to its rate, so it keeps a lead
+    (``NEWCOMER_SHARE``).  The lead lasts where p is the one link g shares with them, and fades
+    where g also meets other flows on a link before p (measured in full simulation: beside four
+    flows into one host an 8 MB newcomer keeps 39% of the link on a leaf-spine of 8 spines, 22-26%
+    on one of 2 spines, where it meets three of them on a spine link): ``e + (x0 - e) exp(-t k /
+    NEWCOMER_FADE_NS)``, e an equal share at p, k the most flows g meets on one link before p,
+    averaged over the time g then takes (at that mean share: a fixed point).  The fade was fitted on
+    full simulation of 114 newcomers (``tools/bench_newcomer.py``: 1-8 MB joining 2-4 flows into one
+    host on leaf-spines of 2 and 8 spines and the k=8 fat-tree, in and across pods), the lead (0.43)
+    on the timers themselves (their newcomer takes about 5% less than they leave it).  The base RTT
+    does not set the fade (README, "Newcomers")."""
+    ft, paths, ports = flows.table, flows.paths, net.ports
+    there = ports[p, PT_TIMERS_DATA] + ports[p, PT_LIVE_DATA]  # g included
+    equal = 1.0 / max(there, 1)
+    if NEWCOMER_SHARE <= equal:
+        return equal
+    upstream = 0  # the most other flows g meets on one link of its data path but p
+    for j in range(ft[g, FT_DPATH], ft[g, FT_APATH]):
+        q = paths[j]
+        if q != p:
+            upstream = max(upstream, ports[q, PT_TIMERS_DATA] + ports[q, PT_LIVE_DATA] - 1)
+    if upstream <= 0:
+        return NEWCOMER_SHARE
+    tau = NEWCOMER_FADE_NS / upstream
+    target = cfg.floats[CF_U_TARGET] * ports[p, PT_RATE] / wire_ratio(cfg)  # payload bits per second at a share of 1
+    share = NEWCOMER_SHARE
+    for _ in range(8):  # its time at its mean share, and its mean share over that time
+        life = ft[g, FT_SIZE] * 8e9 / (share * target)
+        share = equal + (NEWCOMER_SHARE - equal) * tau / life * (1.0 - np.exp(-life / tau))
+    return share
 
 
 @kernel
