@@ -3,18 +3,20 @@
 and the time the recurring flows' timers give it (``engine/wormhole/timers.py: yield_to``).
 
 Per case, ``n`` flows three times the newcomer's size (so that they outlive it) and the newcomer
-``--offset`` us after them, all into one host, every source on a leaf or pod of its own, so that
-the receiver's downlink is their one shared link.  Printed: the newcomer's time in full simulation
-and its share of the link's target rate (payload bytes over its time, against 95% of 100 Gb/s), and
-with ``--timers`` its time when the others are paced timers of their time alone (a recurring
-class's copies taken from the memo) and its error against full.
+``--offset`` us after them, all into one host, every source on a leaf or pod of its own: the
+receiver's downlink is their bottleneck, and ECMP decides whether the newcomer also meets some of
+them on a link before it.  Printed: the newcomer's time in full simulation and its share of the
+link's target rate (payload bytes over its time, against 95% of 100 Gb/s), and with ``--timers``
+its time when the others are paced timers of their time alone (a recurring class's copies taken
+from the memo) and its error against full.
 
-Fabrics (``--fabric``): ``leaf-spine`` (8.4 us base RTT), ``leaf-spine-12us`` and
-``leaf-spine-16us`` (the same with 1.5 and 2 us links), ``fat-tree`` and ``fat-tree-b`` (k=8,
-sources in other pods, 12.6 us, two sets of pods), ``fat-tree-pod`` (k=8, sources in the
-receiver's pod, 8.4 us; two others at most).  Measured 2026-12-06 (README, "Newcomers"): the lead
-fades alike on the leaf-spine at every RTT, and hardly at all on the fat-tree in or across pods, so
-``NEWCOMER_SHARE`` is one constant rather than a law of the RTT.
+Fabrics (``--fabric``): ``leaf-spine`` (2 spines, 8.4 us base RTT: the newcomer meets one to three
+of the others again on a spine link), ``leaf-spine-12us`` and ``leaf-spine-16us`` (the same with
+1.5 and 2 us links), ``leaf-spine-8`` (8 spines: it meets at most one), ``fat-tree`` and
+``fat-tree-b`` (k=8, sources in other pods, 12.6 us, two sets of pods), ``fat-tree-pod`` (k=8,
+sources in the receiver's pod, 8.4 us; two others at most).  Measured 2026-12-06 (README, "What
+sets how long a newcomer keeps its lead"): the lead does not follow the RTT; it fades where the
+newcomer meets other flows before the shared link (``timers.newcomer_share``).
 
     python tools/bench_newcomer.py                        # every fabric, full simulation only
     python tools/bench_newcomer.py --fabric fat-tree --timers
