@@ -128,13 +128,19 @@ def _unskip(flows, cfg, state, f, credited):
 
 
 @kernel(inline="always")
+def _leaving(ports, p):
+    """Flows whose data leave port p: running timers' and packet flows'."""
+    return ports[p, PT_TIMERS_DATA] + ports[p, PT_LIVE_DATA]
+
+
+@kernel(inline="always")
 def _sharers(net, flows, f):
     """Flows whose data leaves the busiest port flow f's data leaves, running timers and packet
     flows alike (at least 1)."""
     ft, paths, ports = flows.table, flows.paths, net.ports
     most = 1
     for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
-        most = max(most, ports[paths[j], PT_TIMERS_DATA] + ports[paths[j], PT_LIVE_DATA])
+        most = max(most, _leaving(ports, paths[j]))
     return most
 
 
@@ -169,7 +175,7 @@ def _share_bps(net, flows, cfg, f):
     least = np.int64(-1)
     for j in range(ft[f, FT_DPATH], ft[f, FT_APATH]):
         p = paths[j]
-        bps = np.int64(ports[p, PT_RATE] * u / max(ports[p, PT_TIMERS_DATA] + ports[p, PT_LIVE_DATA], 1))
+        bps = np.int64(ports[p, PT_RATE] * u / max(_leaving(ports, p), 1))
         if least < 0 or bps < least:
             least = bps
     return np.int64(max(least, 0) / wire_ratio(cfg))  # a payload rate: its packets' headers take the rest
@@ -253,7 +259,7 @@ def yield_to(net, flows, events, cfg, state, parts, g):
             p = paths[j]
             for k in range(ft[g, FT_DPATH], ft[g, FT_APATH]):
                 if paths[k] == p:
-                    others = ports[p, PT_TIMERS_DATA] + ports[p, PT_LIVE_DATA] - 1  # all but g
+                    others = _leaving(ports, p) - 1  # all but g
                     kept = newcomer_share(net, flows, cfg, g, p)
                     most = min(most, u * ports[p, PT_RATE] * (1.0 - kept) / max(others, 1) / wire_ratio(cfg))
                     break
@@ -279,7 +285,7 @@ def newcomer_share(net, flows, cfg, g, p):
     on the timers themselves (their newcomer takes about 5% less than they leave it).  The base RTT
     does not set the fade (README, "Newcomers")."""
     ft, paths, ports = flows.table, flows.paths, net.ports
-    there = ports[p, PT_TIMERS_DATA] + ports[p, PT_LIVE_DATA]  # g included
+    there = _leaving(ports, p)  # g included
     equal = 1.0 / max(there, 1)
     if NEWCOMER_SHARE <= equal:
         return equal
@@ -287,7 +293,7 @@ def newcomer_share(net, flows, cfg, g, p):
     for j in range(ft[g, FT_DPATH], ft[g, FT_APATH]):
         q = paths[j]
         if q != p:
-            upstream = max(upstream, ports[q, PT_TIMERS_DATA] + ports[q, PT_LIVE_DATA] - 1)
+            upstream = max(upstream, _leaving(ports, q) - 1)
     if upstream <= 0:
         return NEWCOMER_SHARE
     tau = NEWCOMER_FADE_NS / upstream
