@@ -240,6 +240,28 @@ def test_bench_memo_cache_keeps_the_full_run_and_its_draw_for_a_later_call(tmp_p
     assert "noise floor" not in third and not any(line.startswith("  floor") for line in third.splitlines())
 
 
+def test_bench_scale_runs_its_noise_draws_side_by_side_when_asked(tmp_path, monkeypatch):
+    """``--draw-jobs 2``: the noise-floor draws' full runs run two at a time (each call waits at a
+    barrier only two runs in flight can pass: one at a time, it times out), keyed one per delay,
+    and come back in the order of their delays."""
+    import threading
+
+    bench = _tool("bench_scale")
+    met = threading.Barrier(2, timeout=30)
+    keys = []
+
+    def fake_replay(cache, trace_path, topo, cc, mode, extra=(), key=None):
+        keys.append(key)
+        met.wait()  # two by two: 1 and 10 ns, then 100 ns and 1 us
+        return {"delay": int(trace_path.stem), "mode": mode}
+
+    monkeypatch.setattr(bench, "perturbed", lambda cache, t, topo, delay: tmp_path / f"{delay}.parquet")
+    monkeypatch.setattr(bench, "replay", fake_replay)
+    runs = bench.draws(tmp_path, tmp_path / "t.parquet", "fat-tree", "hpcc", (1, 10, 100, 1000), jobs=2)
+    assert [r["delay"] for r in runs] == [1, 10, 100, 1000] and {r["mode"] for r in runs} == {"full"}
+    assert sorted(keys) == sorted(["noise-1ns", "noise-10ns", "noise-100ns", "noise-1000ns"])
+
+
 def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, monkeypatch):
     """``--warm``: a second wormhole run given the first one's memo database (``memo.sqlite`` beside
     its outputs), judged against full on a line of its own, with its iteration times against the
@@ -279,7 +301,8 @@ def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, 
 
 def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_from_the_pool_asked():
     """``tools/pace_model.py``: a class of 12 copies one after another, alone on their path (pace 1,
-    so each copy's alone time is its time), is learned from its first 8 (``recurring._samples``),
+    so each copy's alone time is its time), is learned from its first 8 (given: ``recurring._samples``
+    would take 4 of 12, as it does by default),
     and each later copy is predicted the j-th sample's time (``aligned``, as the memo replays them),
     the samples' mean (``mean``), or the mean times one of the samples' deviations (``pooled``).
     They draw from the class's first 8 (as the memo), those and its probes, 8 spread over its
@@ -297,9 +320,11 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
                           "sport": 10, "dport": 100, "pg": 3, "size_bytes": 1_000_000, "iteration": 0,
                           "start_ns": start_us * 1000, "received_ns": (start_us + times_us) * 1000,
                           "kind": "coll", "rank": 0, "dst_rank": 1, "unit": np.arange(n)})
+    default = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "aligned")
+    assert default["sample"].tolist() == [True] * 4 + [False] * 8  # a quarter of 12, at least 4
     predicted = {}
     for order in ("aligned", "mean", "pooled"):
-        net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, order)
+        net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, order, samples=8)
         assert net["sample"].tolist() == [True] * 8 + [False] * 4
         assert (net["alone_ns"] == net["time_ns"]).all()  # alone on its path: pace 1
         predicted[order] = (net["predicted_ns"][8:] / 1000).tolist()
@@ -309,12 +334,13 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
     # the later copies are the same 4 whatever they draw from: 8 copies spread over all 12 (the 1st,
     # 2nd, 4th, 5th, 7th, 8th, 10th and 12th: mean 151.25 us, covered in whole microseconds) or all 12
     for pool, mean_us in (("spread", 152), ("all", 157)):
-        net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", pool)
+        net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", pool, samples=8)
         assert net["sample"].tolist() == [True] * 8 + [False] * 4
         assert (net["predicted_ns"][8:] / 1000).tolist() == [mean_us] * 4
     # probes at every 2nd place after the samples (the 10th and 12th, 200 us each) are simulated and
     # join the pool (probes, tried in the memo and not kept: README, "Probes"): (8 x 135 + 2 x 200) / 10 = 148
-    net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", "probed", stride=2)
+    net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", "probed", samples=8,
+                stride=2)
     assert net["sample"].tolist() == [True] * 8 + [False, True, False, True]
     assert (net["predicted_ns"][[8, 10]] / 1000).tolist() == [148, 148]
 

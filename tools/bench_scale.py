@@ -40,6 +40,7 @@ mean signed error and total FCT against full's, beside the first noise draw's on
     python tools/bench_scale.py --only ddp --topology fat-tree --recurring 10%   # ... trusted within 10%
     python tools/bench_scale.py --only ddp --topology fat-tree --recurring 100% --warm  # ... and again on its database
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --mean-jumps --noise-floor 2
+    python tools/bench_scale.py --only ddp --topology fat-tree --cc hpcc --recurring 1.0 --noise-floor 4 --draw-jobs 2
     python tools/bench_scale.py --only aicb --topology fat-tree --cc hpcc --scale 10 --fluid --where
 """
 
@@ -54,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +103,7 @@ def trace(cache: Path, name: str, scale: float) -> Path:
     from wormhole_replay.workload.generators import REVISION
 
     how = WORKLOADS[name][0]
-    d = cache / "traces" / _digest(how, scale, __version__, *([REVISION] if how[0] == "gen" else []))
+    d = cache / "traces" / _digest(how, float(scale), __version__, *([REVISION] if how[0] == "gen" else []))
     path = d / f"{name}.parquet"
     if not path.is_file():
         d.mkdir(parents=True, exist_ok=True)
@@ -158,6 +160,17 @@ def perturbed(cache: Path, trace_path: Path, topo: str, delay_ns: int = 1) -> Pa
         save_trace(Trace(ops, t.meta), path.with_suffix(".tmp"))
         path.with_suffix(".tmp").rename(path)
     return path
+
+
+def draws(cache: Path, trace_path: Path, topo: str, cc: str, delays, jobs: int = 1) -> list[dict]:
+    """The noise-floor draws' full runs (cached as full runs are), ``jobs`` at a time: their wall
+    times are compared with nothing, so on a machine with cores to spare they may run side by side
+    (they run after the row's wormhole and full runs, whose times are compared)."""
+    def draw(delay):
+        return replay(cache, perturbed(cache, trace_path, topo, delay), topo, cc, "full", key=f"noise-{delay}ns")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(draw, delays))
 
 
 def errors(full: dict, other: dict) -> dict:
@@ -237,7 +250,8 @@ def _print_where(r: dict) -> None:
 
 
 def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, noise: int, fluid: bool = False,
-        mean_jumps: bool = False, show_where: bool = False, recurring: bool | float = False, warm: bool = False) -> dict:
+        mean_jumps: bool = False, show_where: bool = False, recurring: bool | float = False, warm: bool = False,
+        draw_jobs: int = 1) -> dict:
     """The workload's wormhole run against its full run and noise floor; with ``warm`` (a memo run),
     a second wormhole run on the memo database the first one filled, judged the same way, in
     ``out["warm"]``, with ``warm_vs_cold``: its largest iteration-time difference from the first
@@ -259,11 +273,10 @@ def row(cache: Path, name: str, topo: str, cc: str, scale: float, memo: bool, no
         full = replay(cache, t, topo, cc, "full", key="full")
         from wormhole_replay.audit.compare import DRAW_DELAYS_NS, widest
 
-        noise_runs = [replay(cache, perturbed(cache, t, topo, delay), topo, cc, "full", key=f"noise-{delay}ns")
-                      for delay in DRAW_DELAYS_NS[:noise]]
-        draws = [errors(full, r) for r in noise_runs]
+        noise_runs = draws(cache, t, topo, cc, DRAW_DELAYS_NS[:noise], draw_jobs)
+        drawn = [errors(full, r) for r in noise_runs]
         # each statistic at its widest over the draws, as audit's (the mean FCT's by its size)
-        floor = widest([{"e": {k: None if v is None else abs(v) for k, v in d.items()}} for d in draws])["e"] if draws else {}
+        floor = widest([{"e": {k: None if v is None else abs(v) for k, v in d.items()}} for d in drawn])["e"] if drawn else {}
         for out, r in zip(outs, runs):
             _judge(out, full, r, floor)
         if show_where:
@@ -329,6 +342,9 @@ def main() -> int:
     ap.add_argument("--noise-floor", type=int, default=1, metavar="N", choices=range(0, 5),
                     help="noise-floor draws per row, as audit's (the op 1 ns, 10 ns, 100 ns, 1 us longer; "
                          "default 1, 0 for none)")
+    ap.add_argument("--draw-jobs", type=int, default=1, metavar="J",
+                    help="run the noise-floor draws J at a time (default 1; their wall times are not compared, "
+                         "and they run after the row's wormhole and full runs: 2 halves a row's hours on 2 cores)")
     ap.add_argument("--cache", type=Path, default=REPO / "out" / "bench-scale", help="where full runs are kept")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     a = ap.parse_args()
@@ -337,6 +353,9 @@ def main() -> int:
         return 2
     if "aicb" in (a.only or WORKLOADS) and not AICB.is_file():
         print(f"bench_scale: {AICB}: no such trace (../shared/external-traces)", file=sys.stderr)
+        return 2
+    if a.draw_jobs < 1:
+        print("bench_scale: --draw-jobs must be at least 1", file=sys.stderr)
         return 2
     if a.warm and not (a.memo or a.recurring):
         print("bench_scale: --warm re-runs on the memo database a run filled: give --memo or --recurring", file=sys.stderr)
@@ -353,7 +372,7 @@ def main() -> int:
                 continue
             for cc in a.cc:
                 r = row(a.cache, name, topo, cc, a.scale, a.memo, a.noise_floor, a.fluid, a.mean_jumps, a.where,
-                        a.recurring, a.warm)
+                        a.recurring, a.warm, a.draw_jobs)
                 rows.append(r)
                 _print_row(r, cols)
                 if "where" in r:

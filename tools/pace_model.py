@@ -6,7 +6,7 @@ copy's time, moment by moment, at ``min(1, gain / n)`` beside the n flows' data 
 port its data crosses) and runs its later copies as timers that cover that time at the same pace.
 This tool separates the model's error from the engine's: it feeds the model with the full run's
 own flows (who was live on which port, when), learns each class from its samples as the memo does
-(a quarter of its copies, 8 to 32, at a spread wider than 1%; ``recurring._samples``), predicts
+(a quarter of its copies, 4 to 32, at a spread wider than 1%; ``recurring._samples``), predicts
 every later copy (the j-th from sample j mod n, in turn, as ``Recurring._take``) and prints how far
 the prediction is from the copy's time in the full run: per copy, in total, and summed per DP ring
 (the connected groups of ranks that all-reduce together), where a ring step waits for its slowest
@@ -61,7 +61,7 @@ import pandas as pd
 from numba import njit
 
 from wormhole_replay.errors import InputError
-from wormhole_replay.memo.recurring import _paces, _samples, learnable as learnable_classes
+from wormhole_replay.memo.recurring import TRUST_SAMPLES, _paces, _samples, learnable as learnable_classes
 from wormhole_replay.topology import build_topology
 from wormhole_replay.topology.routing import compute_routes, flow_path, node_path_to_ports
 
@@ -210,7 +210,8 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     cls = cls.reshape(-1)
     trust = _samples(counts, tolerance) if samples is None else np.full(len(counts), samples)
     iteration = net["iteration"].to_numpy()
-    learned = learnable_classes(cls, iteration, counts, trust)  # per class, as the memo's
+    least = TRUST_SAMPLES if samples is None else min(samples, TRUST_SAMPLES)
+    learned = learnable_classes(cls, iteration, counts, trust, least)  # per class, as the memo's (``Recurring``)
     learnable = learned[cls]
     paths = _paths(net, topology)
     start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
