@@ -301,10 +301,10 @@ def test_bench_scale_warm_reruns_on_the_database_the_first_run_filled(tmp_path, 
 
 def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_from_the_pool_asked():
     """``tools/pace_model.py``: a class of 12 copies one after another, alone on their path (pace 1,
-    so each copy's alone time is its time), is learned from its first 8 (given: ``recurring._samples``
-    would take 4 of 12, as it does by default),
-    and each later copy is predicted the j-th sample's time (``aligned``, as the memo replays them),
-    the samples' mean (``mean``), or the mean times one of the samples' deviations (``pooled``).
+    so each copy's alone time is its time), is learned from its first 8 (given; by default
+    ``recurring._samples`` takes 4 of 12), and each later copy is predicted the j-th sample's time
+    (``aligned``, as the memo replays them), the samples' mean (``mean``), or the mean times one of
+    the samples' deviations (``pooled``).
     They draw from the class's first 8 (as the memo), those and its probes, 8 spread over its
     copies, or all its copies (``--pool``).  Catches a later copy given another sample, or the mean
     taken over other copies than the pool's."""

@@ -345,7 +345,7 @@ def test_a_class_is_learned_by_its_copies_in_one_iteration():
     assert learnable(cls, iteration, counts, trust).tolist() == [False, True]
     one = iteration < 1  # one iteration: the send has no copy left, the ring's 6 once 8 are learned
     assert learnable(cls[one], iteration[one], np.array([4, 14]), np.array([8, 8])).tolist() == [False, True]
-    assert learnable(cls, iteration, counts, np.array([2, 2]), least=2).tolist() == [True, True]  # trust 2: 4 > 2
+    assert learnable(cls, iteration, counts, np.array([2, 2]), fixed=2).tolist() == [True, True]  # trust 2: 4 > 2
     # at a wide spread a one-bucket class (14 an iteration) is learned from 4, a send stays out
     one_bucket = learnable(cls[one], iteration[one], np.array([4, 14]), _samples(np.array([4, 14]), 1.0))
     assert one_bucket.tolist() == [False, True]

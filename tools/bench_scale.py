@@ -169,7 +169,7 @@ def draws(cache: Path, trace_path: Path, topo: str, cc: str, delays, jobs: int =
     def draw(delay):
         return replay(cache, perturbed(cache, trace_path, topo, delay), topo, cc, "full", key=f"noise-{delay}ns")
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(draw, delays))
 
 

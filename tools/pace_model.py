@@ -61,7 +61,7 @@ import pandas as pd
 from numba import njit
 
 from wormhole_replay.errors import InputError
-from wormhole_replay.memo.recurring import TRUST_SAMPLES, _paces, _samples, learnable as learnable_classes
+from wormhole_replay.memo.recurring import _paces, _samples, learnable as learnable_classes
 from wormhole_replay.topology import build_topology
 from wormhole_replay.topology.routing import compute_routes, flow_path, node_path_to_ports
 
@@ -210,8 +210,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     cls = cls.reshape(-1)
     trust = _samples(counts, tolerance) if samples is None else np.full(len(counts), samples)
     iteration = net["iteration"].to_numpy()
-    least = TRUST_SAMPLES if samples is None else min(samples, TRUST_SAMPLES)
-    learned = learnable_classes(cls, iteration, counts, trust, least)  # per class, as the memo's (``Recurring``)
+    learned = learnable_classes(cls, iteration, counts, trust, fixed=samples)  # per class, as the memo's
     learnable = learned[cls]
     paths = _paths(net, topology)
     start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)

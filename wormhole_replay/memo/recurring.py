@@ -140,8 +140,7 @@ class Recurring:
         self.iteration = iteration
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
-        least = TRUST_SAMPLES if trust is None else min(trust, TRUST_SAMPLES)  # copies an iteration, at most
-        self.learnable = learnable(cls, iteration[network], counts, self.trust, least)  # per class
+        self.learnable = learnable(cls, iteration[network], counts, self.trust, fixed=trust)  # per class
         recurring = self.learnable[cls]  # per network flow
         self.watch = network[recurring]  # copies whose times are still to be read
         self.small = network[~recurring]  # flows of classes too small to learn: the memo's own (``start``)
@@ -512,10 +511,11 @@ class Recurring:
 
 
 def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust: np.ndarray,
-              least: int = TRUST_SAMPLES) -> np.ndarray:
+              fixed: int | None = None) -> np.ndarray:
     """Per class (``cls``, ``iteration``: per copy; ``counts``, ``trust``: per class), whether it is
-    learned: copies left to take once it is trusted, and more than ``least`` (``TRUST_SAMPLES``, or
-    the trust a caller fixed, if fewer) in some one iteration, as a ring's steps are.  So a class is learned or not whatever
+    learned: copies left to take once it is trusted, and more than ``TRUST_SAMPLES`` in some one
+    iteration (or than the trust a caller ``fixed``, if fewer), as a ring's steps are, however few
+    samples a wide spread learns it from (``_samples``).  So a class is learned or not whatever
     the number of iterations replayed: four micro-batches' pipeline sends recur 4 times an
     iteration, 16 times in four, and would be learned there as a ring's steps are and counted
     beside them as sharers (``Recurring._flows_on``), where rings starve them.  A class of a few
@@ -524,7 +524,7 @@ def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust:
     pairs, _, n = unique_rows(np.stack([cls, iteration], axis=1))
     most = np.zeros(len(counts), np.int64)
     np.maximum.at(most, pairs[:, 0], n)
-    return (counts > trust) & (most > least)
+    return (counts > trust) & (most > (TRUST_SAMPLES if fixed is None else min(fixed, TRUST_SAMPLES)))
 
 
 def _by_place(value: dict) -> dict:
