@@ -160,6 +160,22 @@ def test_the_noise_floor_perturbs_one_compute_op_by_1ns():
     assert C.perturb_ops(ops[ops.kind != "compute"])[1] is None
 
 
+def test_the_noise_floor_perturbs_the_same_op_in_every_iteration():
+    # a real kernel jitters in every iteration; where the network is quiet between iterations a
+    # change in the first one never reaches the next, whose floor would read 0
+    ops = new_ops([dict(op_id=0, rank=0, kind="compute", duration_ns=300),
+                   dict(op_id=1, rank=0, kind="send", peer=1, bytes=8, deps=[0]),
+                   dict(op_id=2, rank=0, kind="compute", duration_ns=300, iteration=1, deps=[1]),
+                   dict(op_id=3, rank=0, kind="send", peer=1, bytes=8, iteration=1, deps=[2]),
+                   dict(op_id=4, rank=0, kind="compute", duration_ns=300, iteration=2, deps=[3]),
+                   dict(op_id=5, rank=0, kind="send", peer=1, bytes=8, iteration=2, deps=[4])])
+    out, info = C.perturb_ops(ops, delta_ns=10)
+    assert info == {"op_id": 0, "rank": 0, "name": "", "iteration": 0, "duration_ns": 300, "delta_ns": 10,
+                    "later_op_ids": [2, 4]}
+    assert list(out["duration_ns"]) == [310, 0, 310, 0, 310, 0]
+    assert "later_op_ids" not in C.perturb_ops(ops[ops.iteration == 0])[1]  # one iteration: as before
+
+
 def test_the_noise_floor_of_several_draws_is_each_statistic_at_its_widest():
     a = {"fct_error": {"count": 4, "mean": 0.1, "p99": 0.5}, "iteration_error": {"count": 2, "mean": 0.02, "max": None}}
     b = {"fct_error": {"count": 4, "mean": 0.2, "p99": 0.3}, "iteration_error": {"count": 2, "mean": 0.01, "max": 0.03}}

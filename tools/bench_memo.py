@@ -29,8 +29,8 @@ on a fat-tree, its trace made by ``wormhole-replay gen gpt --model gpt-13b --gpu
 flows").
 
 The noise floor printed last is the full simulation against itself with one compute op 1 ns
-longer (the first one something depends on: ``audit.compare.perturb_ops``, as ``audit
---noise-floor``): on DAG workloads contention order is chaotic, and per-flow errors below it mean
+longer in every iteration (the first one something depends on: ``audit.compare.perturb_ops``, as
+``audit --noise-floor``): on DAG workloads contention order is chaotic, and per-flow errors below it mean
 nothing.  ``--no-floor`` skips the draw (another full run) where it is not kept yet.
 
 ``--draws K`` also runs the cold replay (a new database) on the trace with the same op 1 ns, 10 ns,
@@ -97,7 +97,7 @@ def by_iteration(base, other) -> dict:
     return out
 
 
-def cached(cache: Path | None, trace_path: str, what: str, run: dict, make):
+def cached(cache: Path | None, trace_path: str, what, run: dict, make):
     """``make()``'s replay, or the one kept under ``cache`` for the same inputs (``what``: which
     run of the trace): its flows, iterations and counters (wall seconds, events)."""
     if cache is None:
@@ -153,8 +153,9 @@ def main() -> int:
     draws = [("+" + delay_text(d).replace(" ", ""), replay(Trace(perturb_ops(trace.ops, d)[0], trace.meta), **run,
                                           **{**memo, "memo_db": str(Path(tmp.name) / f"draw-{d}.sqlite")}))
              for d in DRAW_DELAYS_NS[:a.draws]]
-    floor = None if a.no_floor else cached(a.cache, a.trace, "noise-1ns", run, lambda: replay(
-        Trace(perturb_ops(trace.ops)[0], trace.meta), **run, mode="full"))
+    nudged, nudge = perturb_ops(trace.ops)  # keyed by what it changed: every iteration's op since 2026-12-06
+    floor = None if a.no_floor else cached(a.cache, a.trace, ["noise-1ns", nudge], run, lambda: replay(
+        Trace(nudged, trace.meta), **run, mode="full"))
 
     print(f"{a.trace}, {a.iterations} iterations, {a.cc}, {a.topology}"
           f"{', shared prefixes memoized' if a.shared_prefixes else ''}{', whole iterations memoized' if a.episodes else ''}"
@@ -189,7 +190,7 @@ def main() -> int:
           f"FCT difference mean {m:.2%}, p99 {p99:.2%}; iteration time {it:.2%}; mean FCT {mf:+.2%}")
     if floor is not None:
         m, p99, it, mf = errors(full, floor)
-        print(f"noise floor (full vs full with one compute op 1 ns longer): FCT mean {m:.2%}, p99 {p99:.2%}; "
+        print(f"noise floor (full vs full with one compute op 1 ns longer in every iteration): FCT mean {m:.2%}, p99 {p99:.2%}; "
               f"iteration time {it:.2%}; mean FCT {mf:+.2%}")
     tmp.cleanup()
     return 0

@@ -12,7 +12,11 @@ the same contention in minutes, to try a mechanism on before the big rows: the D
 layers on 16 GPUs (TP 2, DP 8: two rings of 8 flows per step, whose flows collide under ECMP on
 ``fat-tree:k=4,gpus_per_server=2``; PyTorch's buckets make steps of 13.1, 13.1, 3.3 and 9.8 MB per
 layer and 32.8 MB for the embedding, median 1.48, 1.48, 0.37, 1.12 and 3.70 ms against 1.11, 1.11,
-0.29, 0.84 and 2.77 ms alone: most are shorter than a window).
+0.29, 0.84 and 2.77 ms alone: most are shorter than a window).  ``moe16`` is the MoE row's contention
+in minutes: Mixtral-8x7B cut to 4 layers on 16 GPUs of the same k=4 fat-tree (TP 2, EP 8, DP 8: two
+expert groups of 8 whose all-to-alls send 7 flows of 8.4 MB from every rank at once, 5.6 ms median
+against 0.72 ms alone, and DP buckets of 2.1-16.8 MB in the backward pass beside the backward
+all-to-alls).
 
 Every run is the ``wormhole-replay`` command in a fresh process (its wall time and peak RSS
 measured), so the figures are what a user gets.  Full runs (10-60 minutes each here) and their
@@ -36,6 +40,7 @@ mean signed error and total FCT against full's, beside the first noise draw's on
     python tools/bench_scale.py --only aicb --fluid            # wormhole with fluid flows (--ff-fluid)
     python tools/bench_scale.py --scale 10 --only aicb         # collective sizes / 10 (a quick look)
     python tools/bench_scale.py --only ddp16 [--fluid]         # contention in minutes
+    python tools/bench_scale.py --only moe16 --cc hpcc --recurring 1.0   # MoE contention in minutes
     python tools/bench_scale.py --only ddp --topology rail --recurring   # recurring flows (--memo-recurring)
     python tools/bench_scale.py --only ddp --topology fat-tree --recurring 10%   # ... trusted within 10%
     python tools/bench_scale.py --only ddp --topology fat-tree --recurring 100% --warm  # ... and again on its database
@@ -76,6 +81,10 @@ WORKLOADS = {  # name -> (how the trace is made, topologies)
     # the quick contended row: two DP rings of 8 colliding under ECMP, full run ~3 minutes here
     "ddp16": (["gen", "gpt", "--model", "gpt-13b", "--layers", "4", "--gpus", "16", "--tp", "2", "--pp", "1",
                "--microbatches", "1"], ("fat-tree-4",)),
+    # the quick MoE row: two EP groups of 8 whose all-to-alls (8.4 MB per pair) and DP buckets collide
+    # under ECMP, the 128-GPU MoE row's pattern in a 4-layer model; full run ~1.5 minutes here
+    "moe16": (["gen", "moe", "--model", "mixtral-8x7b", "--layers", "4", "--gpus", "16", "--tp", "2", "--ep", "8"],
+              ("fat-tree-4",)),
 }
 WORMHOLE_ONLY = {"gpt175b"}  # its full run would take hours: checked against time and memory instead
 BOUNDS = {"fct_mean": 0.01, "fct_p99": 0.05, "iteration": 0.01}  # absolute; each widened to the noise floor

@@ -13,7 +13,7 @@ a cold Numba cache slows the accelerated run, never flatters it):
 2. the full packet-level run, unless ``--baseline DIR`` names a previous audit (its folder or its
    ``full/``) made from the same trace, topology, CC, iterations, config and tool version;
 3. with ``--noise-floor [N]``, the full run again N times (1 by default, at most 4), with one compute
-   op of the first iteration 1 ns, 10 ns, 100 ns or 1 us longer (``compare.perturb_ops``): how far
+   op 1 ns, 10 ns, 100 ns or 1 us longer in every iteration (``compare.perturb_ops``): how far
    the full simulation moves from itself, which on DAG workloads is far from zero (contention order
    and ECN draws reorder) and varies from draw to draw; the floor is each statistic's largest over
    the draws (``compare.widest``);

@@ -432,7 +432,9 @@ def _inputs(audit: dict) -> str:
             p = d["perturbation"]
             rows.append([f"noise-floor perturbation{f', draw {k + 1}' if len(nf['draws']) > 1 else ''}",
                          _e(f"op {p['op_id']} ({p['name']}, rank {p['rank']}, iteration {p['iteration']}): "
-                            f"{p['duration_ns']} ns + {p['delta_ns']} ns")])
+                            f"{p['duration_ns']} ns + {p['delta_ns']} ns"
+                            + (f", and ops {', '.join(map(str, p['later_op_ids']))} of the later iterations as much"
+                               if p.get("later_op_ids") else ""))])
     return _table(["", ""], rows, left=(0, 1))
 
 

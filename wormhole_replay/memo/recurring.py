@@ -94,6 +94,7 @@ GAINS = np.round(np.arange(0.7, 1.3001, 0.01), 2)  # the pace gains tried (``fit
 GAIN_CLASSES = 16  # classes sampled before the gain is fitted and any class is taken (fit_gain)
 GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain)
 AS_SIMULATED = float("inf")  # a placed copy's pace gain: 1 beside any number of flows (``_place``)
+COLD_START_ITERATIONS = 3  # from this many iterations, a class sampled whole there skips the first (``_learn_from``)
 MOST_SHARERS = 16  # a copy's time is counted by how many flows shared its busiest port, 16 or more as 16
 
 
@@ -138,6 +139,8 @@ class Recurring:
         same = (np.diff(cls[by]) == 0) & (np.diff(self.place[network][by]) == 0)
         self.next_at_place[network[by][:-1][same]] = network[by][1:][same]
         self.iteration = iteration
+        # per class, the first iteration whose copies it is learned from (-1: any; ``_learn_from``)
+        self.learn_from = _learn_from(cls, iteration[network], self.trust, tolerance)
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
         self.learnable = learnable(cls, iteration[network], counts, self.trust, fixed=trust)  # per class
@@ -215,6 +218,8 @@ class Recurring:
                     if p is not None and p.key == self.simulated_keys[c]:  # its copies simulated then, by place
                         at = _by_place(p.value)
                         m = self.members[c][np.isin(self.place[self.members[c]], list(at))]
+                        if self.learn_from[c] >= 0:  # they are the first iteration's, a cold start's: for it alone
+                            m = m[self.iteration[m] < self.learn_from[c]]
                         self._retime(engine, m, np.array([at[q] for q in self.place[m].tolist()], np.int64).reshape(-1, 2))
                     continue
             e = self.known.get(self.place_digests[c]) if self.by_place else None
@@ -222,6 +227,8 @@ class Recurring:
                 self.refuted.add(c)
                 self.gains[c] = float(e.value.get("gain", 1.0))
                 self.placed_from[c] = e.digest
+                if self.learn_from[c] >= 0:  # its places are its second iteration's: the first takes its own
+                    self._first_places(engine, session, c)
                 self._place(engine, session, c, _by_place(e.value))
         self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
         if len(self.watch):  # the classes left to learn: the memo's own until refuted
@@ -255,6 +262,8 @@ class Recurring:
         newly = []
         for f, s, r, e in zip(self.watch[done].tolist(), start.tolist(), rx.tolist(), fin.tolist()):
             c = int(self.class_of[f])
+            if self.iteration[f] < self.learn_from[c]:  # a cold start's copy (``_learn_from``)
+                continue
             got = self.samples.setdefault(c, [])
             if len(got) < self.trust[c]:  # the first copies to finish; later ones in this scan are not read
                 got.append((r - s, e - s))
@@ -356,6 +365,21 @@ class Recurring:
                                                                         check=entry is not None, gain=AS_SIMULATED)
         if first:  # its other copies are followed until they finish (``_finished_places``)
             self.follow = np.concatenate([self.follow, members[~engine.finished(members) & ~engine.timers(members)]])
+
+    def _first_places(self, engine, session, c: int) -> None:
+        """Refuted class c, learned after its first iteration (``_learn_from``): its first
+        iteration's copies take the times the memo holds of that iteration's, as simulated (its
+        entry by place holds the second iteration's, where it was sampled and refuted)."""
+        p = self.known.get(self.simulated_digests[c])
+        if p is None or p.key != self.simulated_keys[c]:
+            return
+        at = _by_place(p.value)
+        m = self.members[c]
+        m = m[(self.iteration[m] < self.learn_from[c]) & np.isin(self.place[m], list(at))]
+        if len(m):
+            times = np.array([at[q] for q in self.place[m].tolist()], np.int64).reshape(-1, 2)
+            self.counters["memo_recurring_placed"] += self._make_timers(engine, session, c, m, times, p.digest,
+                                                                        check=False, gain=AS_SIMULATED)
 
     def _finished_places(self, engine) -> dict:
         """Copies of refuted classes that finished since the last look, no longer followed: their
@@ -490,9 +514,12 @@ class Recurring:
             if c not in self.aside_from and done.any():
                 session.learn_recurring(self.copy_keys[c], self.copy_digests[c],
                                         {**_as_simulated(engine, m[done], np.flatnonzero(done)), "aside": True})
-        for c in sorted(self.trusted & set(self.sampled)) if self.by_place else []:  # learned here: ...
+        cold = {c for c in self.refuted - set(self.placed_from) if self.learn_from[c] >= 0}  # (``_first_places``)
+        for c in sorted(self.trusted & set(self.sampled) | cold) if self.by_place else []:  # learned here: ...
             m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
             m = _from_start(engine, m[engine.finished(m)])
+            if c in cold:  # the first iteration's alone
+                m = m[self.iteration[m] < self.learn_from[c]]
             m = m[np.lexsort((self.iteration[m], self.place[m]))]
             places, first = np.unique(self.place[m], return_index=True)
             if len(places):
@@ -525,6 +552,31 @@ def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust:
     most = np.zeros(len(counts), np.int64)
     np.maximum.at(most, pairs[:, 0], n)
     return (counts > trust) & (most > (TRUST_SAMPLES if fixed is None else min(fixed, TRUST_SAMPLES)))
+
+
+def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per class (``cls``, ``iteration``: per copy; ``trust``: per class), the first iteration whose
+    copies it is learned from: the second where, at a spread wider than ``AGREE_TOLERANCE`` and
+    with ``COLD_START_ITERATIONS`` iterations or more, its samples would be every copy of its first
+    iteration (so that it has no timer there to lose), else -1 (any).  The first iteration is a
+    cold start: every rank starts at once on an empty network.  On ``bench_scale``'s ``moe16``
+    over 4 iterations (HPCC, full simulation) iterations 2-4 differ from one another at their
+    places by 5.6-6.6% per flow (the noise floor of each, every iteration's op 1 ns longer, is
+    4.8-6.3%) and from the first by 10-12%, their mean FCTs 1.1-1.6% shorter.  Learned from the
+    first, the taken iterations 2-4 were 10.8-13.5% per flow and +0.70 / +0.46 / +1.11% in mean
+    FCT (a second run on the database +1.37 / +1.06 / +1.62%); learned from the second where this
+    rule says, iterations 3-4 were 6.4% and 7.7%, -0.19% and +0.47% (the second run +0.27 / -0.05
+    / +0.50%), at the cost of simulating most of the second (README, "Recurring flows").  A class
+    with timers in its first iteration (more copies there than samples: a ring's 25 MB buckets,
+    840 an iteration on the 128-GPU DDP fat-tree) keeps learning from it, as its timers there are
+    most of what a first run avoids."""
+    its = np.unique(iteration)
+    out = np.full(len(trust), -1, np.int64)
+    if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
+        return out
+    in_first = np.bincount(cls[iteration == its[0]], minlength=len(trust))
+    out[trust >= in_first] = its[1]
+    return out
 
 
 def _by_place(value: dict) -> dict:
