@@ -569,7 +569,9 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     / +0.50%), at the cost of simulating most of the second (README, "Recurring flows").  A class
     with timers in its first iteration (more copies there than samples: a ring's 25 MB buckets,
     840 an iteration on the 128-GPU DDP fat-tree) keeps learning from it, as its timers there are
-    most of what a first run avoids."""
+    most of what a first run avoids.  (``iteration`` is the replay's (job, iteration) index: with
+    several jobs the first is the first job's; another job's classes, on other hosts, learn as
+    before.)"""
     its = np.unique(iteration)
     out = np.full(len(trust), -1, np.int64)
     if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
