@@ -50,6 +50,11 @@ copies simulated after all to their class's learned time); with them not counted
 the 128-GPU DDP fat-tree's mean FCT 1.42% long, and was taken out (README, "Sharers without
 the sends").
 
+Over 3 iterations or more at a wide spread the first iteration, which starts every rank at once,
+is a cold start and is not what later iterations repeat: a class sampled whole there learns from
+the second instead (``_learn_from``), and a class with timers there is split in two, its first
+iteration and the rest, each learned from its own copies (``_after_cold_start``).
+
 A class too small to learn (``learnable``: a few copies an iteration, a pipeline send) is
 simulated, and at a spread wider than the default stored by copy (its ordinal in the run); a later
 run of the workload takes each copy as a timer *aside* of the time the first run gave it, which
@@ -88,6 +93,7 @@ SMALL_GROUP = -2  # the small classes' flows and the copies of classes being lea
 #                    flows, foreign to the timers whose data meets theirs
 PACE = "alone-pace"  # in the key: entries whose times are at the alone pace (before 2026-12-03 they were not)
 BY_PLACE = "by-place"  # in the key of a refuted class's entry: its copies' times by their place in an iteration
+STEADY = "after-the-first-iteration"  # in the class row of a class's later part (``_after_cold_start``)
 SIMULATED = "simulated-by-place"  # ... of a trusted class's: its copies simulated from their start, by place
 BY_COPY = "aside-by-copy"  # ... of a small class's: its copies' times by their ordinal in the run (``_aside``)
 GAINS = np.round(np.arange(0.7, 1.3001, 0.01), 2)  # the pace gains tried (``fit_gain``, ``timers.pace``)
@@ -104,28 +110,42 @@ class Recurring:
     def __init__(self, flows: FlowSet, sport: np.ndarray, known: dict, trust: int | None = None,
                  spot_check: int = 0, tolerance: float = AGREE_TOLERANCE, iteration_of=None):
         network = np.flatnonzero(~flows.is_virtual)
+        iteration = np.zeros(len(flows), np.int64) if iteration_of is None else np.asarray(iteration_of, np.int64)
         key = np.stack([flows.src[network], flows.dst[network], np.asarray(sport)[network], flows.dport[network],
                         flows.pg[network], flows.size[network]], axis=1).astype(np.int64)
         classes, cls, counts = unique_rows(key.reshape(-1, 6))
         workload = _workload(flows, classes)
-        self.keys = [_key([workload, c, PACE]) for c in classes.tolist()]
+        rows = classes.tolist()
+        samples = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)
+        later = _after_cold_start(cls, iteration[network], counts, samples, tolerance)  # per copy
+        if later.any():  # such classes in two: their first iteration's copies, and the later ones (tagged)
+            classes, cls, counts = unique_rows(np.concatenate([key, later[:, None].astype(np.int64)], axis=1))
+            rows = [c[:6] if not c[6] else [*c[:6], STEADY] for c in classes.tolist()]
+        self.keys = [_key([workload, c, PACE]) for c in rows]
         self.digests = [_digest(k) for k in self.keys]
-        self.place_keys = [_key([workload, c, PACE, BY_PLACE]) for c in classes.tolist()]
+        self.place_keys = [_key([workload, c, PACE, BY_PLACE]) for c in rows]
         self.place_digests = [_digest(k) for k in self.place_keys]
-        self.simulated_keys = [_key([workload, c, PACE, SIMULATED]) for c in classes.tolist()]
+        self.simulated_keys = [_key([workload, c, PACE, SIMULATED]) for c in rows]
         self.simulated_digests = [_digest(k) for k in self.simulated_keys]
-        self.copy_keys = [_key([workload, c, PACE, BY_COPY]) for c in classes.tolist()]
+        self.copy_keys = [_key([workload, c, PACE, BY_COPY]) for c in rows]
         self.copy_digests = [_digest(k) for k in self.copy_keys]
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
         self.trust = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)  # per class
+        if later.any() and trust is None:  # the first part learns from as many copies as the whole class
+            parent = dict(zip(map(tuple, unique_rows(key)[0].tolist()), samples.tolist()))  # did; the later part
+            steady = np.array([len(c) > 6 for c in rows])  # ... from at least one iteration of its copies, which
+            most = np.zeros(len(counts), np.int64)  # its timers then take by place (at most TRUST_SAMPLES_WIDE)
+            pairs, _, n = unique_rows(np.stack([cls, iteration[network]], axis=1))
+            np.maximum.at(most, pairs[:, 0], n)
+            self.trust[steady] = np.minimum(np.maximum(self.trust[steady], most[steady]), TRUST_SAMPLES_WIDE)
+            self.trust[~steady] = [parent[tuple(c[:6])] for c, s in zip(rows, steady) if not s]
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
         self.class_of = np.full(len(flows), -1, dtype=np.int64)
         self.class_of[network] = cls
         # a copy's place: its ordinal among its class's copies in its iteration, by id (the same op of
         # the same rank in every iteration, and in every run of the workload)
-        iteration = np.zeros(len(flows), np.int64) if iteration_of is None else np.asarray(iteration_of, np.int64)
         by = np.lexsort((network, iteration[network], cls))
         first = np.r_[True, (np.diff(cls[by]) != 0) | (np.diff(iteration[network][by]) != 0)]
         self.place = np.full(len(flows), -1, dtype=np.int64)
@@ -565,11 +585,12 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     4.8-6.3%) and from the first by 10-12%, their mean FCTs 1.1-1.6% shorter.  Learned from the
     first, the taken iterations 2-4 were 10.8-13.5% per flow and +0.70 / +0.46 / +1.11% in mean
     FCT (a second run on the database +1.37 / +1.06 / +1.62%); learned from the second where this
-    rule says, iterations 3-4 were 6.4% and 7.7%, -0.19% and +0.47% (the second run +0.27 / -0.05
-    / +0.50%), at the cost of simulating most of the second (README, "Recurring flows").  A class
-    with timers in its first iteration (more copies there than samples: a ring's 25 MB buckets,
-    840 an iteration on the 128-GPU DDP fat-tree) keeps learning from it, as its timers there are
-    most of what a first run avoids.  (``iteration`` is the replay's (job, iteration) index: with
+    rule says, and the other classes split (``_after_cold_start``), iterations 3-4 were 5.1% and
+    6.2%, -0.08% and +0.39% (the second run -0.25 / +0.33%), at the cost of simulating most of the
+    second (README, "Recurring flows").  A class with timers in its first iteration (more copies
+    there than samples: a ring's 25 MB buckets, 840 an iteration on the 128-GPU DDP fat-tree) keeps
+    learning from it for that iteration, as its timers there are most of what a first run avoids,
+    and is learned again after it (``_after_cold_start``).  (``iteration`` is the replay's (job, iteration) index: with
     several jobs the first is the first job's; another job's classes, on other hosts, learn as
     before.)"""
     its = np.unique(iteration)
@@ -579,6 +600,24 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     in_first = np.bincount(cls[iteration == its[0]], minlength=len(trust))
     out[trust >= in_first] = its[1]
     return out
+
+
+def _after_cold_start(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust: np.ndarray,
+                      tolerance: float) -> np.ndarray:
+    """Per copy (``cls``, ``iteration``; ``counts``, ``trust``: per class), whether it is in the
+    later part of a class split at its first iteration: at a spread wider than ``AGREE_TOLERANCE``,
+    with ``COLD_START_ITERATIONS`` iterations or more, a class learnable that has timers in its
+    first iteration (more copies there than samples, so ``_learn_from`` keeps it there) is learned
+    twice, from its first iteration's copies for the rest of that iteration and from the later
+    ones' for the rest of the run: the first iteration is a cold start (README, "Recurring
+    flows")."""
+    its = np.unique(iteration)
+    out = np.zeros(len(cls), bool)
+    if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
+        return out
+    in_first = np.bincount(cls[iteration == its[0]], minlength=len(counts))
+    split = (trust < in_first) & learnable(cls, iteration, counts, trust)
+    return split[cls] & (iteration > its[0])
 
 
 def _by_place(value: dict) -> dict:
