@@ -360,22 +360,19 @@ def spot_check_errors(spot: pd.DataFrame) -> np.ndarray:
 
 # --- the noise floor --------------------------------------------------------------------------
 
-def perturbation_target(ops: pd.DataFrame, iteration: int | None = None) -> pd.Series | None:
-    """The op the noise-floor runs perturb in ``iteration`` (default: the first): its first (lowest
-    ``op_id``) compute op with a positive duration that some other op depends on; ``None`` if there
-    is none."""
-    if not len(ops):
-        return None
+def perturbation_targets(ops: pd.DataFrame) -> pd.DataFrame:
+    """The ops the noise-floor runs perturb, one per iteration from the first on: each iteration's
+    first (lowest ``op_id``) compute op with a positive duration that some other op depends on;
+    none at all if the first iteration has none."""
     depended = {int(x) for d in ops["deps"] for x in d}
-    which = ops["iteration"].min() if iteration is None else iteration
-    c = ops[(ops["kind"] == "compute") & (ops["iteration"] == which) & (ops["duration_ns"] > 0)]
-    c = c[c["op_id"].isin(depended)].sort_values("op_id")
-    return None if not len(c) else c.iloc[0]
+    c = ops[(ops["kind"] == "compute") & (ops["duration_ns"] > 0) & ops["op_id"].isin(depended)]
+    c = c.sort_values("op_id").groupby("iteration", sort=True).head(1).sort_values("iteration")
+    return c if len(c) and c["iteration"].iloc[0] == ops["iteration"].min() else c.iloc[:0]
 
 
 def perturb_ops(ops: pd.DataFrame, delta_ns: int = 1) -> tuple[pd.DataFrame, dict | None]:
-    """A copy of ``ops`` with ``delta_ns`` added to the duration of :func:`perturbation_target`
-    in every iteration, and what was changed (``op_id, rank, name, iteration, duration_ns,
+    """A copy of ``ops`` with ``delta_ns`` added to the duration of :func:`perturbation_targets`
+    (one op in every iteration), and what was changed (``op_id, rank, name, iteration, duration_ns,
     delta_ns`` of the first iteration's op; with several iterations also ``later_op_ids``, the
     later iterations' ops); ``(ops, None)`` when there is nothing to perturb.  The draws of a noise
     floor delay the same ops by ``DRAW_DELAYS_NS``: 1 ns, 10 ns, 100 ns, 1 us, all below the
@@ -390,13 +387,12 @@ def perturb_ops(ops: pd.DataFrame, delta_ns: int = 1) -> tuple[pd.DataFrame, dic
     op alone left iterations 2-4 of the draw identical to full's, 460 ns later (a floor of 0 there,
     against 5.8% per flow in the first), so every later iteration of an accelerated run read as
     beyond it (README, "Auditing")."""
-    first = perturbation_target(ops)
-    if first is None:
+    targets = perturbation_targets(ops)
+    if not len(targets):
         return ops, None
-    later = [perturbation_target(ops, int(i)) for i in np.unique(ops["iteration"]) if i > first["iteration"]]
-    later = [int(t["op_id"]) for t in later if t is not None]
+    first, later = targets.iloc[0], [int(x) for x in targets["op_id"].iloc[1:]]
     out = ops.copy()
-    out.loc[out["op_id"].isin([int(first["op_id"]), *later]), "duration_ns"] += int(delta_ns)
+    out.loc[out["op_id"].isin(targets["op_id"]), "duration_ns"] += int(delta_ns)
     info = {"op_id": int(first["op_id"]), "rank": int(first["rank"]), "name": str(first["name"]),
             "iteration": int(first["iteration"]), "duration_ns": int(first["duration_ns"]), "delta_ns": int(delta_ns)}
     if later:  # (a one-iteration trace's draw is as before, and so are the baselines saved with it)

@@ -118,6 +118,7 @@ class Recurring:
         rows = classes.tolist()
         samples = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)
         later = _after_cold_start(cls, iteration[network], counts, samples, tolerance)  # per copy
+        whole_cls = cls
         if later.any():  # such classes in two: their first iteration's copies, and the later ones (tagged)
             classes, cls, counts = unique_rows(np.concatenate([key, later[:, None].astype(np.int64)], axis=1))
             rows = [c[:6] if not c[6] else [*c[:6], STEADY] for c in classes.tolist()]
@@ -134,13 +135,12 @@ class Recurring:
         order = np.lexsort((network, cls))  # by class, then flow id
         self.trust = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)  # per class
         if later.any() and trust is None:  # the first part learns from as many copies as the whole class
-            parent = dict(zip(map(tuple, unique_rows(key)[0].tolist()), samples.tolist()))  # did; the later part
-            steady = np.array([len(c) > 6 for c in rows])  # ... from at least one iteration of its copies, which
-            most = np.zeros(len(counts), np.int64)  # its timers then take by place (at most TRUST_SAMPLES_WIDE)
-            pairs, _, n = unique_rows(np.stack([cls, iteration[network]], axis=1))
-            np.maximum.at(most, pairs[:, 0], n)
+            steady = classes[:, 6] == 1  # did; the later part from at least one iteration of its copies, which
+            whole = np.zeros(len(counts), np.int64)  # its timers then take by place (at most TRUST_SAMPLES_WIDE)
+            whole[cls] = whole_cls
+            most = _most_in_one_iteration(cls, iteration[network], len(counts))
             self.trust[steady] = np.minimum(np.maximum(self.trust[steady], most[steady]), TRUST_SAMPLES_WIDE)
-            self.trust[~steady] = [parent[tuple(c[:6])] for c, s in zip(rows, steady) if not s]
+            self.trust[~steady] = samples[whole[~steady]]
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
         self.class_of = np.full(len(flows), -1, dtype=np.int64)
         self.class_of[network] = cls
@@ -568,10 +568,26 @@ def learnable(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust:
     beside them as sharers (``Recurring._flows_on``), where rings starve them.  A class of a few
     copies per iteration (a send, a small ring's last bucket) is the memo's own packet flow, and a
     later run takes it by copy (``Recurring._aside``)."""
-    pairs, _, n = unique_rows(np.stack([cls, iteration], axis=1))
-    most = np.zeros(len(counts), np.int64)
-    np.maximum.at(most, pairs[:, 0], n)
+    most = _most_in_one_iteration(cls, iteration, len(counts))
     return (counts > trust) & (most > (TRUST_SAMPLES if fixed is None else min(fixed, TRUST_SAMPLES)))
+
+
+def _most_in_one_iteration(cls: np.ndarray, iteration: np.ndarray, classes: int) -> np.ndarray:
+    """Per class, the most copies it has in any one iteration (``cls``, ``iteration``: per copy)."""
+    pairs, _, n = unique_rows(np.stack([cls, iteration], axis=1))
+    most = np.zeros(classes, np.int64)
+    np.maximum.at(most, pairs[:, 0], n)
+    return most
+
+
+def _in_cold_start(cls: np.ndarray, iteration: np.ndarray, classes: int, tolerance: float):
+    """Where the cold-start rules apply (a spread wider than ``AGREE_TOLERANCE``, at least
+    ``COLD_START_ITERATIONS`` iterations): the iterations, and per class its copies in the first;
+    else None."""
+    its = np.unique(iteration)
+    if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
+        return None
+    return its, np.bincount(cls[iteration == its[0]], minlength=classes)
 
 
 def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, tolerance: float) -> np.ndarray:
@@ -590,15 +606,14 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     second (README, "Recurring flows").  A class with timers in its first iteration (more copies
     there than samples: a ring's 25 MB buckets, 840 an iteration on the 128-GPU DDP fat-tree) keeps
     learning from it for that iteration, as its timers there are most of what a first run avoids,
-    and is learned again after it (``_after_cold_start``).  (``iteration`` is the replay's (job, iteration) index: with
-    several jobs the first is the first job's; another job's classes, on other hosts, learn as
-    before.)"""
-    its = np.unique(iteration)
+    and is learned again after it (``_after_cold_start``).  (``iteration`` is the replay's (job,
+    iteration) index: with several jobs the first is the first job's; another job's classes, on
+    other hosts, learn as before.)"""
     out = np.full(len(trust), -1, np.int64)
-    if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
-        return out
-    in_first = np.bincount(cls[iteration == its[0]], minlength=len(trust))
-    out[trust >= in_first] = its[1]
+    cold = _in_cold_start(cls, iteration, len(trust), tolerance)
+    if cold is not None:
+        its, in_first = cold
+        out[trust >= in_first] = its[1]
     return out
 
 
@@ -611,11 +626,10 @@ def _after_cold_start(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray
     twice, from its first iteration's copies for the rest of that iteration and from the later
     ones' for the rest of the run: the first iteration is a cold start (README, "Recurring
     flows")."""
-    its = np.unique(iteration)
-    out = np.zeros(len(cls), bool)
-    if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
-        return out
-    in_first = np.bincount(cls[iteration == its[0]], minlength=len(counts))
+    cold = _in_cold_start(cls, iteration, len(counts), tolerance)
+    if cold is None:
+        return np.zeros(len(cls), bool)
+    its, in_first = cold
     split = (trust < in_first) & learnable(cls, iteration, counts, trust)
     return split[cls] & (iteration > its[0])
 
