@@ -345,6 +345,31 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
     assert (net["predicted_ns"][[8, 10]] / 1000).tolist() == [148, 148]
 
 
+def test_pace_model_max_min_shares_give_a_flow_what_its_sharers_held_down_elsewhere_leave():
+    """``pace_model --share maxmin``: host 0 sends to host 4 (A), and host 1 sends to hosts 4, 2 and
+    3 (B, C, D) of the leaf-spine, all four for the same 100 us.  A shares host 4's downlink with B
+    alone, but B is held to a third by host 1's NIC: A's max-min share is two thirds, where equal
+    shares of its busiest port give it half (gain 1).  Catches a water-filling that does not fix the
+    tightest link's flows first, or that hands a fixed flow's room to no one."""
+    import numpy as np
+    import pandas as pd
+
+    from wormhole_replay.topology import build_topology
+
+    model = _tool("pace_model").model
+    hosts = np.asarray(build_topology("leaf-spine:hosts=16,leaves=4,spines=2").hosts)
+    pairs = [(0, 4), (1, 4), (1, 2), (1, 3)]
+    flows = pd.DataFrame({"flow_id": np.arange(4), "virtual": False, "completed": True,
+                          "src": [hosts[a] for a, _ in pairs], "dst": [hosts[b] for _, b in pairs],
+                          "sport": 10, "dport": 100, "pg": 3, "size_bytes": 1_000_000, "iteration": 0,
+                          "start_ns": 0, "received_ns": 100_000, "kind": "coll", "rank": [0, 1, 1, 1],
+                          "dst_rank": [4, 4, 2, 3], "unit": 0})
+    alone = {share: model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.0, "all", 1.0, share=share)["alone_ns"]
+             for share in ("equal", "maxmin")}
+    assert alone["equal"].tolist() == pytest.approx([50_000] + [100_000 / 3] * 3)
+    assert alone["maxmin"].tolist() == pytest.approx([200_000 / 3] + [100_000 / 3] * 3)
+
+
 def test_bench_newcomer_measures_a_newcomers_share_and_the_timers_time_for_it():
     """One case of ``bench_newcomer``: a 1 MB newcomer joining two flows on the leaf-spine keeps more
     than an equal share in full simulation (a third of the link), and the timers beside it give it

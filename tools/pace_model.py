@@ -44,10 +44,22 @@ do; the engine says otherwise: a probe runs among timers, and a packet flow besi
 runs late (README, "Probes").  Drawing from the 4 probes nearest by place instead of the whole pool
 in turn was no better (1.36% at every 16th place, 0.85% at every 8th).
 
+``--share maxmin`` (2026-12-06) paces a copy at its max-min fair share of its path instead of an
+equal share of its busiest port (the live flows water-filled at every start and end, each link's
+rate alike): what the memo's pacing would need where flows meet sharers held down elsewhere.  On
+``bench_scale --only moe16``'s full run (HPCC; its all-to-alls' flows meet at senders and receivers
+alike), gain 1 / 1.3: per copy 16.89% / 15.81% -> 14.67% / 13.77%, total time -0.97% / -1.23% ->
++0.38% / +0.13%, the collectives' steps' slowest flows (per group of ranks the tool calls a ring)
+4.31% / 4.57% -> 1.29% / 1.35%.  On
+the AICB iteration's (``--only aicb --topology fat-tree --scale 10``, rings only) nothing changes:
+4.00% / +1.44% -> 4.30% / +1.74% at gain 1.1, as on the DDP fat-tree (``DEVELOPERS.md``, "Max-min
+shares checked").
+
     python tools/pace_model.py out/bench-scale/runs/DIGEST --topology fat-tree:k=8,gpus_per_server=8
     python tools/pace_model.py DIR --topology SPEC --gain 1.05 --count all --order shuffled
     python tools/pace_model.py DIR --topology SPEC --pool all          # the classes' true levels
     python tools/pace_model.py DIR --topology SPEC --pool probed --stride 8   # and probes every 8th place
+    python tools/pace_model.py DIR --topology SPEC --share maxmin            # max-min fair shares
 """
 
 from __future__ import annotations
@@ -125,6 +137,82 @@ def _predicted_bins(occ, paths, start, alone, paces):
     return out
 
 
+@njit(cache=True)
+def _water_fill(paths, live, n_ports):
+    """Max-min fair shares (of a link's rate, every link alike) of the flows ``live`` on their data paths."""
+    left, crossing = np.ones(n_ports), np.zeros(n_ports, np.int64)
+    for i in live:
+        for p in paths[i]:
+            if p < 0:
+                break
+            crossing[p] += 1
+    share, fixed, n = np.zeros(len(live)), np.zeros(len(live), np.bool_), len(live)
+    while n > 0:
+        least, tightest = np.inf, -1  # the port whose flows get least: their share is set there
+        for a in range(len(live)):
+            if not fixed[a]:
+                for p in paths[live[a]]:
+                    if p < 0:
+                        break
+                    if left[p] / crossing[p] < least:
+                        least, tightest = left[p] / crossing[p], p
+        for a in range(len(live)):
+            if not fixed[a] and tightest in paths[live[a]]:
+                fixed[a], share[a], n = True, least, n - 1
+                for p in paths[live[a]]:
+                    if p < 0:
+                        break
+                    left[p] -= least
+                    crossing[p] -= 1
+    return share
+
+
+@njit(cache=True)
+def _max_min_paces(paths, start, end, counted, n_ports, gain):
+    """Each counted flow's pace from every change of the live set on (a start or an end) until the
+    next: ``min(1, gain x its max-min share)``, 1 at a full link (``--share maxmin``).  Rows
+    (flow, from ns, pace), in order of time."""
+    changes = np.unique(np.concatenate((start[counted], end[counted])))
+    flow, since, pace = [0][:0], [0][:0], [0.0][:0]
+    for t in changes[:-1]:
+        live = np.flatnonzero(counted & (start <= t) & (end > t))
+        for a, x in zip(live, _water_fill(paths, live, n_ports)):
+            flow.append(a)
+            since.append(t)
+            pace.append(1.0 if x >= 1.0 else min(1.0, gain * x))
+    return np.array(flow, np.int64), np.array(since, np.int64), np.array(pace)
+
+
+def _max_min_model(paths, start, end, counted, gain):
+    """(alone, predict) as ``_alone_bins`` and ``_predicted_bins`` do, at max-min paces (ns): a flow's
+    alone time is the integral of its pace over its life, and a time to cover from its start goes at
+    its paces, at its last one beyond its life."""
+    flow, since, pace = _max_min_paces(paths, start, end, counted, int(paths.max()) + 1, gain)
+    order = np.lexsort((since, flow))
+    flow, since, pace = flow[order], since[order], pace[order]
+    bounds = np.searchsorted(flow, np.arange(len(start) + 1))
+
+    def spans(i):
+        a, b = bounds[i], bounds[i + 1]
+        return np.append(since[a:b], end[i]), pace[a:b]
+
+    alone = np.zeros(len(start))
+    for i in np.flatnonzero(bounds[1:] > bounds[:-1]):
+        t, x = spans(i)
+        alone[i] = (np.diff(t) * x).sum()
+
+    def predict(given):
+        out = np.full(len(start), -1.0)
+        for i in np.flatnonzero((given > 0) & (bounds[1:] > bounds[:-1])):
+            t, x = spans(i)
+            covered = np.concatenate(([0.0], np.cumsum(np.diff(t) * x)))
+            j = min(max(int(np.searchsorted(covered, given[i])) - 1, 0), len(x) - 1)
+            out[i] = t[j] - start[i] + (given[i] - covered[j]) / x[j]
+        return out
+
+    return alone, predict
+
+
 def _hash(ids: np.ndarray, k: int) -> np.ndarray:
     """Each id's draw among k (a multiplicative hash: the same id, the same draw)."""
     return ((ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(33)) % np.uint64(k)).astype(np.int64)
@@ -198,7 +286,8 @@ def _rings(flows: pd.DataFrame) -> pd.Series:
 
 
 def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float,
-          order: str = "aligned", pool: str = "first", samples: int | None = None, stride: int = 16) -> pd.DataFrame:
+          order: str = "aligned", pool: str = "first", samples: int | None = None, stride: int = 16,
+          share: str = "equal") -> pd.DataFrame:
     """The full run's network flows with their class, whether a sample, their alone time and the
     time the model predicts for the later copies (``predicted_ns``; -1 for samples and small classes).
     The later copies are always those after a class's first k (``recurring._samples``), as the memo
@@ -218,7 +307,12 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     counted = learnable if count == "recurring" else np.ones(len(net), bool)
     occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
     paces = _paces(gain)  # the memo's own pace per count of sharers
-    alone = _alone_bins(occ, paths, start, end, paces)
+    if share == "maxmin":
+        t0, t1 = net["start_ns"].to_numpy().astype(np.int64), net["received_ns"].to_numpy().astype(np.int64)
+        alone_ns, predict_ns = _max_min_model(paths, t0, t1, counted, gain)
+        alone = alone_ns / BIN_NS
+    else:
+        alone = _alone_bins(occ, paths, start, end, paces)
     given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
     deviations = []
     for c in np.flatnonzero(learned):
@@ -240,7 +334,11 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
         given[later] *= deviations[_hash(np.flatnonzero(later), len(deviations))]
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
     net["time_ns"] = (end - start) * BIN_NS
-    net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
+    if share == "maxmin":
+        net["time_ns"] = t1 - t0
+        net["predicted_ns"] = predict_ns(given * BIN_NS)
+    else:
+        net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
     net["ring"] = _rings(net)
     return net
 
@@ -260,6 +358,9 @@ def main() -> int:
                     help="what the later copies draw from: the class's first k copies, those and its probes "
                          "(README, \"Probes\"), k spread over the iteration, or all its copies (its true level)")
     ap.add_argument("--stride", type=int, default=16, help="with --pool probed: a probe every STRIDE-th place")
+    ap.add_argument("--share", choices=["equal", "maxmin"], default="equal",
+                    help="a flow's share: equal among the flows on its busiest port (as the memo paces), or its "
+                         "max-min fair share of its path (the live flows water-filled at every start and end)")
     ap.add_argument("--samples", type=int, default=None, metavar="K",
                     help="k, a class's samples (default: the memo's, a quarter of its copies, 8 to 32)")
     a = ap.parse_args()
@@ -271,12 +372,13 @@ def main() -> int:
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
     try:
         net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order,
-                    a.pool, a.samples, a.stride)
+                    a.pool, a.samples, a.stride, a.share)
     except InputError as e:
         ap.exit(2, f"pace_model: {e}\n")
     later = net[net["predicted_ns"] >= 0]
     err = later["predicted_ns"] / later["time_ns"] - 1
-    print(f"{len(later)} later copies of {net['cls'].nunique()} classes, gain {a.gain}, sharers: {a.count}")
+    print(f"{len(later)} later copies of {net['cls'].nunique()} classes, gain {a.gain}, sharers: {a.count}, "
+          f"shares: {a.share}")
     print(f"per copy: |error| mean {err.abs().mean():.2%}, signed mean {err.mean():+.2%}; "
           f"total time {later['predicted_ns'].sum() / later['time_ns'].sum() - 1:+.2%}")
     rings = later.groupby("ring").agg(copies=("time_ns", "size"), predicted=("predicted_ns", "sum"), full=("time_ns", "sum"))
