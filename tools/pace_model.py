@@ -172,11 +172,22 @@ def _max_min_paces(paths, start, end, counted, n_ports, gain):
     """Each counted flow's pace from every change of the live set on (a start or an end) until the
     next: ``min(1, gain x its max-min share)``, 1 at a full link (``--share maxmin``).  Rows
     (flow, from ns, pace), in order of time."""
-    changes = np.unique(np.concatenate((start[counted], end[counted])))
+    flows = np.flatnonzero(counted)
+    starts, ends = flows[np.argsort(start[flows])], flows[np.argsort(end[flows])]
+    live, at = np.empty(len(flows), np.int64), np.full(len(start), -1)  # the live flows, each one's place there
+    n, next_start, next_end = 0, 0, 0
     flow, since, pace = [0][:0], [0][:0], [0.0][:0]
+    changes = np.unique(np.concatenate((start[flows], end[flows])))
     for t in changes[:-1]:
-        live = np.flatnonzero(counted & (start <= t) & (end > t))
-        for a, x in zip(live, _water_fill(paths, live, n_ports)):
+        while next_start < len(starts) and start[starts[next_start]] <= t:  # live from its start ...
+            at[starts[next_start]], live[n], n = n, starts[next_start], n + 1
+            next_start += 1
+        while next_end < len(ends) and end[ends[next_end]] <= t:  # ... to its end
+            i = ends[next_end]
+            n -= 1
+            live[at[i]], at[live[n]] = live[n], at[i]
+            next_end += 1
+        for a, x in zip(live[:n], _water_fill(paths, live[:n], n_ports)):
             flow.append(a)
             since.append(t)
             pace.append(1.0 if x >= 1.0 else min(1.0, gain * x))
@@ -184,33 +195,35 @@ def _max_min_paces(paths, start, end, counted, n_ports, gain):
 
 
 def _max_min_model(paths, start, end, counted, gain):
-    """(alone, predict) as ``_alone_bins`` and ``_predicted_bins`` do, at max-min paces (ns): a flow's
-    alone time is the integral of its pace over its life, and a time to cover from its start goes at
-    its paces, at its last one beyond its life."""
+    """(alone, predict, time) as the binned model has them (``_alone_bins``, ``_predicted_bins``, in
+    ``BIN_NS`` bins), at max-min paces from the flows' start and end (ns): a flow's alone time is
+    the integral of its pace over its life, and a time to cover from its start goes at its paces,
+    at its last one beyond its life."""
     flow, since, pace = _max_min_paces(paths, start, end, counted, int(paths.max()) + 1, gain)
     order = np.lexsort((since, flow))
     flow, since, pace = flow[order], since[order], pace[order]
     bounds = np.searchsorted(flow, np.arange(len(start) + 1))
+    paced = np.flatnonzero(bounds[1:] > bounds[:-1])
 
     def spans(i):
         a, b = bounds[i], bounds[i + 1]
         return np.append(since[a:b], end[i]), pace[a:b]
 
     alone = np.zeros(len(start))
-    for i in np.flatnonzero(bounds[1:] > bounds[:-1]):
+    for i in paced:
         t, x = spans(i)
-        alone[i] = (np.diff(t) * x).sum()
+        alone[i] = (np.diff(t) * x).sum() / BIN_NS
 
     def predict(given):
         out = np.full(len(start), -1.0)
-        for i in np.flatnonzero((given > 0) & (bounds[1:] > bounds[:-1])):
+        for i in paced[given[paced] > 0]:
             t, x = spans(i)
             covered = np.concatenate(([0.0], np.cumsum(np.diff(t) * x)))
-            j = min(max(int(np.searchsorted(covered, given[i])) - 1, 0), len(x) - 1)
-            out[i] = t[j] - start[i] + (given[i] - covered[j]) / x[j]
+            j = min(max(int(np.searchsorted(covered, given[i] * BIN_NS)) - 1, 0), len(x) - 1)
+            out[i] = (t[j] - start[i] + (given[i] * BIN_NS - covered[j]) / x[j]) / BIN_NS
         return out
 
-    return alone, predict
+    return alone, predict, (end - start) / BIN_NS
 
 
 def _hash(ids: np.ndarray, k: int) -> np.ndarray:
@@ -305,14 +318,16 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
     end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
     counted = learnable if count == "recurring" else np.ones(len(net), bool)
-    occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
-    paces = _paces(gain)  # the memo's own pace per count of sharers
     if share == "maxmin":
-        t0, t1 = net["start_ns"].to_numpy().astype(np.int64), net["received_ns"].to_numpy().astype(np.int64)
-        alone_ns, predict_ns = _max_min_model(paths, t0, t1, counted, gain)
-        alone = alone_ns / BIN_NS
+        alone, predict, time = _max_min_model(paths, net["start_ns"].to_numpy().astype(np.int64),
+                                              net["received_ns"].to_numpy().astype(np.int64), counted, gain)
     else:
-        alone = _alone_bins(occ, paths, start, end, paces)
+        occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
+        paces = _paces(gain)  # the memo's own pace per count of sharers
+        alone, time = _alone_bins(occ, paths, start, end, paces), end - start
+
+        def predict(given):
+            return _predicted_bins(occ, paths, start, given, paces)
     given, sample = np.zeros(len(net)), np.zeros(len(net), bool)
     deviations = []
     for c in np.flatnonzero(learned):
@@ -333,12 +348,8 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
         later = (given > 0) & ~sample
         given[later] *= deviations[_hash(np.flatnonzero(later), len(deviations))]
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
-    net["time_ns"] = (end - start) * BIN_NS
-    if share == "maxmin":
-        net["time_ns"] = t1 - t0
-        net["predicted_ns"] = predict_ns(given * BIN_NS)
-    else:
-        net["predicted_ns"] = _predicted_bins(occ, paths, start, given, paces) * BIN_NS
+    net["time_ns"] = time * BIN_NS
+    net["predicted_ns"] = predict(given) * BIN_NS
     net["ring"] = _rings(net)
     return net
 
