@@ -120,12 +120,11 @@ class Recurring:
         samples = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)
         later = _after_cold_start(cls, iteration[network], counts, samples, tolerance)  # per copy
         whole_cls = cls
-        first_part = np.full(len(counts), -1, np.int64)
         if later.any():  # such classes in two: their first iteration's copies, and the later ones (tagged)
             classes, cls, counts = unique_rows(np.concatenate([key, later[:, None].astype(np.int64)], axis=1))
             rows = [c[:6] if not c[6] else [*c[:6], STEADY] for c in classes.tolist()]
-            first_part = _first_parts(classes)
-        self.first_part = first_part  # per class: a later part's first part, else -1 (``step``, ``_refute``)
+        # per class: a later part's first part, else -1 (``step``, ``_refute``)
+        self.first_part = _first_parts(classes) if later.any() else np.full(len(counts), -1, np.int64)
         self.keys = [_key([workload, c, PACE]) for c in rows]
         self.digests = [_digest(k) for k in self.keys]
         self.place_keys = [_key([workload, c, PACE, BY_PLACE]) for c in rows]
