@@ -27,7 +27,7 @@ def add_wormhole_options(p) -> None:
     g.add_argument("--ff-theta", type=float, metavar="X", help="steadiness threshold on (max-min)/mean of a flow's rate samples (0.03)")
     g.add_argument("--ff-samples", type=int, metavar="L", help="rate samples in the steadiness window (16; 32 for DCQCN)")
     g.add_argument("--ff-window", metavar="T", help="steadiness window, e.g. 1ms (default: 4 RP_TIMER periods "
-                   "for DCQCN, 128 base RTTs for HPCC and DCTCP)")
+                   "for DCQCN, at least 2; 128 base RTTs for HPCC and DCTCP)")
     g.add_argument("--ff-tail", metavar="T", help="end of a flow always simulated packet by packet, e.g. 16us (default 2 base RTTs)")
     g.add_argument("--ff-releaser-share", type=float, metavar="X", help="a contended jump of a flow that releases "
                    "others (a trace's DAG), or of any flow in a jump at mean shares, spans at most this share of its "

@@ -11,6 +11,10 @@ above its amplitude.  The defaults here follow that rule from the network actual
   (``tools/bench_wormhole.py`` and the incast cases of the reference runs): flows that share a
   bottleneck under DCQCN or HPCC keep shifting their shares by a few percent per millisecond, which
   a window of one RP_TIMER or 32 RTTs does not see (S1 HPCC: 10% FCT error); these windows do.
+  Under DCQCN a window given is at least 2 RP_TIMER periods (``LEAST_RP_TIMERS``): between two
+  rate increases a flow's rate does not move, and a shorter window froze flows sharing a link at a
+  trough of their sawtooth (two to four flows of 10-30 MB into one host: 51-200% FCT error at
+  100 us, 5-12% at one period, exact at two).
 * ``samples`` (``l``): 16 per window for HPCC and DCTCP (an interval of 8 base RTTs), 32 for DCQCN
   (37.5 us, 8 per rate-increase period): long enough that one packet more or less in a sample is
   about 1% of a flow's rate at a third of 100 Gb/s (the detector allows one packet of resolution
@@ -86,7 +90,8 @@ from ..errors import InputError
 from . import layout as L
 
 
-WINDOW_RP_TIMERS = 4  # DCQCN: the window spans this many rate-increase periods
+WINDOW_RP_TIMERS = 4  # DCQCN: the window spans this many rate-increase periods, ...
+LEAST_RP_TIMERS = 2  # ... and a window given (``--ff-window``) at least this many
 WINDOW_RTTS = 128  # HPCC, DCTCP: ... this many base RTTs
 FIRST_JUMP_WINDOWS = 16  # the first jump after a change spans at most this many windows
 SHORT_RTTS = 16  # HPCC, DCTCP: a short window spans at least this many base RTTs
@@ -140,6 +145,11 @@ class FastForward:
         window = self.window_ns
         if window is None:
             window = WINDOW_RP_TIMERS * int(rp_timer_us * 1000) if cc_mode == 1 else WINDOW_RTTS * rtt
+        elif cc_mode == 1 and window < LEAST_RP_TIMERS * rp_timer_us * 1000:
+            # between two rate increases a DCQCN flow's rate does not move: a shorter window reads a
+            # trough of its sawtooth as a steady state and freezes it there (README, "Wormhole mode")
+            raise InputError(f"fast-forward window of {window} ns is shorter than {LEAST_RP_TIMERS} of DCQCN's "
+                             f"rate-increase periods ({int(LEAST_RP_TIMERS * rp_timer_us * 1000)} ns)")
         if window < samples:
             raise InputError(f"fast-forward window must be at least one ns per sample, not {window} ns")
         tail = self.tail_ns if self.tail_ns is not None else TAIL_RTTS * rtt
