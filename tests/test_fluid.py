@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from test_wormhole import FF, FF_DCQCN, MB, _both, _fct_errors, _flows
+from test_wormhole import FF, MB, _both, _fct_errors, _flows, ff_for
 
 from wormhole_replay.api import simulate
 from wormhole_replay.engine.fastforward import FastForward
@@ -156,7 +156,7 @@ def test_fluid_flows_are_opt_in(cc, fluid, expected):
     MB are never steady there.)"""
     flows = _incast_beside_a_chain(30) if cc == "hpcc" else _flows([(0, 4), (8, 4), (12, 4)], [100 * MB] * 3, [0] * 3)
     fast = simulate("leaf-spine:hosts=16,leaves=4,spines=2", flows, cc=cc,
-                    fast_forward=dataclasses.replace(FF_DCQCN if cc == "dcqcn" else FF, fluid=fluid))
+                    fast_forward=dataclasses.replace(ff_for(cc), fluid=fluid))
     assert (fast.counters["wormhole"]["fluid_flows"] > 0) == bool(expected)
     assert fast.counters["wormhole"]["options"]["fluid"] is bool(expected)
     assert FastForward().fluid is False  # the default

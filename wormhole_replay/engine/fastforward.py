@@ -14,7 +14,7 @@ above its amplitude.  The defaults here follow that rule from the network actual
   Under DCQCN a window given is at least 2 RP_TIMER periods (``LEAST_RP_TIMERS``): between two
   rate increases a flow's rate does not move, and a shorter window froze flows sharing a link at a
   trough of their sawtooth (two to four flows of 10-30 MB into one host: 51-200% FCT error at
-  100 us, 5-12% at one period, exact at two).
+  100 us, up to 12% at one period, exact at two).
 * ``samples`` (``l``): 16 per window for HPCC and DCTCP (an interval of 8 base RTTs), 32 for DCQCN
   (37.5 us, 8 per rate-increase period): long enough that one packet more or less in a sample is
   about 1% of a flow's rate at a third of 100 Gb/s (the detector allows one packet of resolution
@@ -145,11 +145,11 @@ class FastForward:
         window = self.window_ns
         if window is None:
             window = WINDOW_RP_TIMERS * int(rp_timer_us * 1000) if cc_mode == 1 else WINDOW_RTTS * rtt
-        elif cc_mode == 1 and window < LEAST_RP_TIMERS * rp_timer_us * 1000:
+        elif cc_mode == 1 and window < (least := int(LEAST_RP_TIMERS * rp_timer_us * 1000)):
             # between two rate increases a DCQCN flow's rate does not move: a shorter window reads a
             # trough of its sawtooth as a steady state and freezes it there (README, "Wormhole mode")
             raise InputError(f"fast-forward window of {window} ns is shorter than {LEAST_RP_TIMERS} of DCQCN's "
-                             f"rate-increase periods ({int(LEAST_RP_TIMERS * rp_timer_us * 1000)} ns)")
+                             f"rate-increase periods ({least} ns)")
         if window < samples:
             raise InputError(f"fast-forward window must be at least one ns per sample, not {window} ns")
         tail = self.tail_ns if self.tail_ns is not None else TAIL_RTTS * rtt
