@@ -345,6 +345,34 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
     assert (net["predicted_ns"][[8, 10]] / 1000).tolist() == [148, 148]
 
 
+def test_pace_model_sharers_bins_copies_by_the_flows_beside_them_with_no_model():
+    """``pace_model --sharers``: hosts 0 and 1 each send 12 copies to host 4 of the leaf-spine; the
+    first 6 of each pair run together for 200 us (two on host 4's downlink, twice their 100 us
+    alone), the last 6 apart for 100 us.  The copies alone land in bin "1" at 1x their time alone,
+    the pairs in "~2" at 2x.  Catches a count that includes the copy's own flow twice, or misses the
+    port the two share."""
+    import numpy as np
+    import pandas as pd
+
+    by_sharers = _tool("pace_model").by_sharers
+    rows = []
+    for k in range(12):
+        t = k * 1000
+        together = k < 6
+        for src, offset in ((0, 0), (1, 0 if together else 500)):
+            start, time = t + offset, 200 if together else 100
+            rows.append((src, start * 1000, (start + time) * 1000))
+    src, start, received = (np.array(x) for x in zip(*rows))
+    n = len(rows)
+    flows = pd.DataFrame({"flow_id": np.arange(n), "virtual": False, "completed": True, "src": src, "dst": 4,
+                          "sport": 10 + src, "dport": 100, "pg": 3, "size_bytes": 1_000_000, "iteration": 0,
+                          "start_ns": start, "received_ns": received, "fct_ns": received - start,
+                          "standalone_fct_ns": 100_000})
+    table = by_sharers(flows, "leaf-spine:hosts=16,leaves=4,spines=2", "recurring")
+    assert table["count"].to_dict() == {"1": 12, "~2": 12}
+    assert table.loc["1", "50%"] == 1.0 and table.loc["~2", "50%"] == 2.0
+
+
 def test_pace_model_max_min_shares_give_a_flow_what_its_sharers_held_down_elsewhere_leave():
     """``pace_model --share maxmin``: host 0 sends to host 4 (A), and host 1 sends to hosts 4, 2 and
     3 (B, C, D) of the leaf-spine, all four for the same 100 us.  A shares host 4's downlink with B

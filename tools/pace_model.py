@@ -63,6 +63,16 @@ under either (``DEVELOPERS.md``).
     python tools/pace_model.py DIR --topology SPEC --pool all          # the classes' true levels
     python tools/pace_model.py DIR --topology SPEC --pool probed --stride 8   # and probes every 8th place
     python tools/pace_model.py DIR --topology SPEC --share maxmin            # max-min fair shares
+    python tools/pace_model.py DIR --topology SPEC --sharers                 # what sharing costs, no model
+
+``--sharers`` (2026-12-06, night) prints no model: the learnable classes' copies binned by the mean
+count of flows on their busiest data port over their life, each copy's time over its time alone on
+an empty network.  On the 128-GPU DDP fat-tree (its full runs made that night), median: HPCC alone
+1.29 (a ring's flow alone does not fill its link), beside about two 2.20, about three 3.41, so n
+flows take about n / 1.15 times a copy alone (the memo's fitted gain, 1.12); DCQCN alone 1.04,
+beside about two 2.81, about three 3.86: two DCQCN flows on a link take 2.7 times one's time, not
+2, and within a bin copies run from their time alone to 5-7 times it (a flow cut by a CNP crawls
+back at 300 us a step), which no pace by counts explains (``DEVELOPERS.md``, "DCQCN's refuted classes again").
 """
 
 from __future__ import annotations
@@ -113,6 +123,24 @@ def _pace(occ, path, t, paces):
             break
         n = max(n, occ[p, t])
     return paces[min(n, len(paces)) - 1]
+
+
+@njit(cache=True)
+def _mean_sharers(occ, paths, start, end):
+    """Each flow's mean over its life (bins) of the most flows on one of its ports (at least 1)."""
+    out = np.ones(paths.shape[0])
+    for i in range(paths.shape[0]):
+        total = 0.0
+        for t in range(start[i], end[i]):
+            n = 1
+            for p in paths[i]:
+                if p < 0:
+                    break
+                n = max(n, occ[p, t])
+            total += n
+        if end[i] > start[i]:
+            out[i] = total / (end[i] - start[i])
+    return out
 
 
 @njit(cache=True)
@@ -357,6 +385,29 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     return net
 
 
+def by_sharers(flows: pd.DataFrame, topology: str, count: str) -> pd.DataFrame:
+    """The learnable classes' copies (``recurring.learnable``) binned by the mean number of flows on
+    their busiest data port over their life (``--count``), each copy's time over its time alone
+    on an empty network (``standalone_fct_ns``): what n flows on a link cost each of them, with no
+    model in between (``--sharers``)."""
+    net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
+    key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
+    _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    cls = cls.reshape(-1)
+    learnable = learnable_classes(cls, net["iteration"].to_numpy(), counts, _samples(counts, 1.0))[cls]
+    paths = _paths(net, topology)
+    start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
+    end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
+    counted = learnable if count == "recurring" else np.ones(len(net), bool)
+    occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
+    sharers = _mean_sharers(occ, paths, start, end)[learnable]
+    slowdown = (net["fct_ns"] / net["standalone_fct_ns"]).to_numpy()[learnable]
+    bins = pd.cut(sharers, [0, 1.05, 1.3, 1.7, 2.2, 2.7, 3.3, np.inf],
+                  labels=["1", "1.05-1.3", "1.3-1.7", "~2", "2.2-2.7", "~3", "more"])
+    return pd.Series(slowdown).groupby(bins, observed=True).describe(percentiles=[0.25, 0.5, 0.75])[
+        ["count", "25%", "50%", "75%", "mean"]]
+
+
 def agreement(net: pd.DataFrame, spread: float) -> pd.Series:
     """Per learned class, whether its samples' alone times agree within ``spread`` of the fastest
     (``recurring.agree``, on the time to the last byte received alone: the tool has no ACK times)."""
@@ -384,6 +435,9 @@ def main() -> int:
                          "max-min fair share of its path (the live flows water-filled at every start and end)")
     ap.add_argument("--samples", type=int, default=None, metavar="K",
                     help="k, a class's samples (default: the memo's, a quarter of its copies, 8 to 32)")
+    ap.add_argument("--sharers", action="store_true",
+                    help="only print the copies' time over their time alone, by the mean count of flows on their "
+                         "busiest port (no model: what sharing a link costs under the run's CC)")
     a = ap.parse_args()
     if a.stride < 1:
         ap.exit(2, f"pace_model: --stride {a.stride}: a probe every STRIDE-th place needs STRIDE of 1 or more\n")
@@ -391,6 +445,12 @@ def main() -> int:
         ap.exit(2, f"pace_model: --samples {a.samples}: a class needs at least one sample\n")
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
+    if a.sharers:
+        flows = pd.read_parquet(a.full / "flows.parquet")
+        print(f"copies of the learnable classes by the mean count of flows ({a.count}) on their busiest port: "
+              f"their time over their time alone")
+        print(by_sharers(flows, a.topology, a.count).to_string(float_format="{:.2f}".format))
+        return 0
     try:
         net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order,
                     a.pool, a.samples, a.stride, a.share)
