@@ -57,6 +57,27 @@ def test_a_direct_run_goes_on_past_four_seconds_and_warns_of_flows_left_unfinish
                                      "without a retransmission timer never end)"]
 
 
+def test_a_wormhole_run_says_in_one_line_how_much_it_did_not_simulate(tmp_path):
+    """After a wormhole run, one line says what acceleration did: the share of the network bytes
+    not simulated packet by packet (``bytes_fast_forwarded`` in the summary, the flows table's
+    ``fast_forwarded_bytes`` over their sizes) and the jumps; a full run prints no such line.  Two
+    flows of 100 MB, each alone on its path, are fast-forwarded for most of their bytes.  Catches a
+    share computed over other flows than the table's, or a line in full mode."""
+    flows = write(tmp_path / "f.txt", "2\n0 4 3 100 100000000 0\n1 8 3 100 100000000 0\n")
+    args = ("simulate", "--topology", "fat-tree:k=4", "--flows", flows, "--cc", "hpcc", "--quiet")
+    p = cli(*args, "--out", tmp_path / "w")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())["wormhole"]
+    table = pd.read_parquet(tmp_path / "w" / "flows.parquet")
+    share = table["fast_forwarded_bytes"].sum() / table["size_bytes"].sum()
+    assert summary["bytes_fast_forwarded"] == pytest.approx(share, abs=1e-6) and share > 0.5
+    line = p.stdout.splitlines()[-1]
+    assert line.startswith(f"wormhole: {share:.1%} of the network bytes not simulated; "
+                           f"{summary['fast_forwards']} fast-forwards"), p.stdout
+    p = cli(*args, "--out", tmp_path / "f", "--mode", "full")
+    assert p.returncode == 0 and "wormhole:" not in p.stdout, p.stdout
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
