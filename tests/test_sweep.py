@@ -74,9 +74,11 @@ def _check_rounds(tmp_path: Path, out: Path, summary: dict) -> pd.DataFrame:
     assert [Path(f).name for f in table["flows"]] == [f"rounds-{n}.txt" for n in (2, 3, 4, 5)]
     assert table["id"].is_unique and (table["flow_count"] == [4, 6, 8, 10]).all()
     assert (table["flows_completed"] == table["flow_count"]).all() and table["fct_mean_ns"].gt(0).all()
-    for point_id in table["id"]:
+    for point_id, share in zip(table["id"], table["bytes_fast_forwarded"]):
         names = {f.name for f in (out / "points" / point_id).iterdir()}
         assert {"point.json", "inputs.json", "fct.txt", "pfc.txt", "flows.parquet", "counters.json"} <= names
+        flows = pd.read_parquet(out / "points" / point_id / "flows.parquet")  # wormhole mode: the share not simulated
+        assert share == pytest.approx(flows["fast_forwarded_bytes"].sum() / flows["size_bytes"].sum(), abs=1e-6)
     html = (out / "sweep.html").read_text()
     assert 'id="plot-0"' in html and html.count("<tr>") >= 4 + 1
     return table

@@ -76,15 +76,11 @@ def _finish_run(args, out_dir: Path, outputs: dict, summary: dict, inputs: dict)
               "SIMULATOR_STOP_TIME ends a run early, lost packets without a retransmission timer never end)", file=sys.stderr)
 
 
-def _mode_summary(c: dict, flows) -> dict:
-    """``mode`` and, in wormhole mode, the ``wormhole`` block of a summary, with the share of the
-    network flows' bytes that were not simulated packet by packet (``bytes_fast_forwarded``: jumps,
-    fluid flows and the memo's timers; exact, where events avoided needs a full run to compare)."""
+def _mode_summary(c: dict) -> dict:
+    """``mode`` and, in wormhole mode, the ``wormhole`` block of a summary."""
     out = {"mode": c.get("mode", "full")}
     if "wormhole" in c:
-        net = flows[~flows["virtual"]] if "virtual" in flows else flows  # (a flow file's are all network flows)
-        size, skipped = int(net["size_bytes"].sum()), int(net["fast_forwarded_bytes"].sum())
-        out["wormhole"] = {**c["wormhole"], "bytes_fast_forwarded": round(skipped / size, 6) if size else 0.0}
+        out["wormhole"] = c["wormhole"]
     return out
 
 
@@ -234,7 +230,7 @@ def cmd_simulate(args) -> int:
     _write_outputs(out, tables, out_dir)
     c = result.counters
     summary = {
-        **_mode_summary(c, result.flows),
+        **_mode_summary(c),
         "cc": run.cfg.cc_name,
         "wall_seconds": round(c["wall_seconds"], 3),
         "simulated_ns": c["simulated_ns"],
@@ -363,7 +359,7 @@ def cmd_replay(args) -> int:
     _write_outputs(paths, tables, out)
     c = res.counters
     summary = {
-        **_mode_summary(c, res.flows),
+        **_mode_summary(c),
         "cc": args.cc,
         "wall_seconds": round(c["wall_seconds"], 3),
         "simulated_ns": c["simulated_ns"],

@@ -12,7 +12,9 @@ Columns: ``index`` (1-based), ``id``, one column per varied field (its value at 
   ``fct_mean_ns``, ``fct_p50_ns``, ``fct_p99_ns``, ``fct_max_ns``, ``slowdown_mean``,
   ``slowdown_p99`` (FCT over the flow's standalone FCT);
 * the run: ``events``, ``simulated_ns``, ``flow_count``, ``flows_completed``, ``drops``,
-  ``pfc_pauses``, ``ecn_marks``, ``timeouts``, ``fast_forwards``, ``sim_wall_seconds`` (the engine),
+  ``pfc_pauses``, ``ecn_marks``, ``timeouts``, ``fast_forwards``, ``bytes_fast_forwarded`` (the
+  share of the network bytes not simulated packet by packet; None in full mode),
+  ``sim_wall_seconds`` (the engine),
   ``wall_seconds`` (the whole point in its worker: loading, generating, simulating);
 * the memo: ``memo_hits``, ``memo_inserts`` (rows this point added to the database),
   ``memo_misses``, ``memo_entries_at_start`` (entries of its network the database held when it
@@ -51,6 +53,7 @@ def metrics(flows: pd.DataFrame, iterations: pd.DataFrame | None, collectives: p
     m = {col: counters.get(key) for col, key in COUNTERS.items()}
     w = counters.get("wormhole") or {}
     m["fast_forwards"] = w.get("fast_forwards")
+    m["bytes_fast_forwarded"] = w.get("bytes_fast_forwarded")
     m.update({k: w.get(k) for k in MEMO})
     m["memo_hits_earlier"] = None if memo_hits is None else int((~memo_hits["digest"].isin(learned or [])).sum())
     net = flows[~flows["virtual"].astype(bool) & flows["completed"].astype(bool)]
