@@ -127,6 +127,22 @@ def test_report_of_a_flow_level_run(tmp_path):
     assert "a flow-level run" in html.lower()
 
 
+def test_report_says_how_much_of_a_wormhole_run_was_not_simulated(tmp_path):
+    """Two flows of 100 MB, each alone on its path, fast-forwarded for most of their bytes: the
+    report's summary gives the share of the network bytes not simulated (from the flows table, so
+    older folders have it too); a full run's report has no such row."""
+    flows = tmp_path / "f.txt"
+    flows.write_text("2\n0 4 3 100 100000000 0\n1 8 3 100 100000000 0\n")
+    args = ("simulate", "--topology", "fat-tree:k=4", "--flows", flows, "--cc", "hpcc", "--quiet", "--report")
+    row = "network bytes not simulated (jumps, fluid flows, the memo)</td><td class=\"l\">"
+    assert cli(*args, "--out", tmp_path / "w").returncode == 0
+    table = pd.read_parquet(tmp_path / "w" / "flows.parquet")
+    share = table["fast_forwarded_bytes"].sum() / table["size_bytes"].sum()
+    assert share > 0.5 and f"{row}{share:.1%}<" in (tmp_path / "w" / "report.html").read_text()
+    assert cli(*args, "--out", tmp_path / "f", "--mode", "full").returncode == 0
+    assert "network bytes not simulated" not in (tmp_path / "f" / "report.html").read_text()
+
+
 def test_report_bad_input_is_one_line(tmp_path):
     for args, text in ((["report", tmp_path / "nowhere"], "no such folder"),
                        (["report", tmp_path], "not a replay or simulate output folder")):

@@ -511,6 +511,10 @@ def _summary(run: Run) -> str:
                       ("pfc_pauses", "PFC pauses")):
         if key in s:
             rows.append([what, num(s[key], 2 if key == "wall_seconds" else 0)])
+    if s.get("mode") == "wormhole" and "fast_forwarded_bytes" in f:  # (from the flows: older folders too)
+        net = f[~virtual]
+        rows.append(["network bytes not simulated (jumps, fluid flows, the memo)",
+                     f"{net['fast_forwarded_bytes'].sum() / max(int(net['size_bytes'].sum()), 1):.1%}"])
     if run.iterations is not None:
         rows += [[f"iteration {int(r.index)} (ms)", num(r.duration_ns / 1e6, 3)] for r in run.iterations.itertuples()]
     return table(["", ""], rows, left=(0, 1))
