@@ -92,7 +92,8 @@ def _acceleration_line(summary: dict) -> str | None:
         return None
     parts = [f"{w['bytes_fast_forwarded']:.1%} of the network bytes not simulated", f"{w['fast_forwards']} fast-forwards"]
     if "memo_hits" in w:
-        parts.append(f"memo {w['memo_hits']} hits of {w['memo_hits'] + w['memo_misses']} lookups")
+        lookups = w["memo_hits"] + w["memo_misses"] + w.get("memo_refused", 0)  # (an entry found but refused: a lookup)
+        parts.append(f"memo {w['memo_hits']} hits of {lookups} lookups")
     if w.get("memo_recurring_classes"):
         parts.append(f"recurring flows: {w['memo_recurring_trusted']} of {w['memo_recurring_classes']} classes trusted, "
                      f"{w['memo_recurring_taken']:,} copies taken, {w['memo_recurring_met_live']:,} of them simulated after all")

@@ -177,6 +177,7 @@ def simulate(topo, flows: FlowSet, cfg: SimConfig, pinned=None, routes=None, pro
 
 
 def _share(part: np.ndarray, whole: np.ndarray) -> float:
+    """``part``'s sum over ``whole``'s (0 where the whole is empty), to 6 digits."""
     total = int(whole.sum())
     return round(int(part.sum()) / total, 6) if total else 0.0
 
