@@ -373,6 +373,24 @@ def test_pace_model_sharers_bins_copies_by_the_flows_beside_them_with_no_model()
     assert table.loc["1", "50%"] == 1.0 and table.loc["~2", "50%"] == 2.0
 
 
+@pytest.mark.parametrize("sharers", [False, True])
+def test_pace_model_bad_input_is_one_line_and_exit_2(tmp_path, sharers):
+    """A folder without flows.parquet, or an unknown topology, with or without ``--sharers``: one
+    line on stderr, exit status 2, no traceback."""
+    import subprocess
+
+    import pandas as pd
+
+    pd.DataFrame({"flow_id": [0], "virtual": [False], "completed": [True], "src": [0], "dst": [4], "sport": [10],
+                  "dport": [100], "pg": [3], "size_bytes": [1000], "iteration": [0], "start_ns": [0],
+                  "received_ns": [1000], "fct_ns": [1000], "standalone_fct_ns": [1000]}).to_parquet(tmp_path / "flows.parquet")
+    for folder, topology, says in ((tmp_path / "nowhere", "fat-tree:k=4", "no flows.parquet there"),
+                                   (tmp_path, "no-such-fabric:k=3", "unknown topology spec")):
+        p = subprocess.run([sys.executable, str(REPO / "tools" / "pace_model.py"), str(folder), "--topology", topology,
+                            *(["--sharers"] if sharers else [])], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+
+
 def test_pace_model_max_min_shares_give_a_flow_what_its_sharers_held_down_elsewhere_leave():
     """``pace_model --share maxmin``: host 0 sends to host 4 (A), and host 1 sends to hosts 4, 2 and
     3 (B, C, D) of the leaf-spine, all four for the same 100 us.  A shares host 4's downlink with B

@@ -114,15 +114,21 @@ def _occupancy(paths, start, end, counted, n_ports, n_bins):
 
 
 @njit(cache=True)
-def _pace(occ, path, t, paces):
-    """The pace at bin t of a flow on ``path``: ``paces[n - 1]`` (``recurring._paces``), n the most
-    flows on one of its ports, at most ``len(paces)``."""
+def _sharers(occ, path, t):
+    """The most flows on one of ``path``'s ports at bin t, at least 1."""
     n = 1
     for p in path:
         if p < 0:
             break
         n = max(n, occ[p, t])
-    return paces[min(n, len(paces)) - 1]
+    return n
+
+
+@njit(cache=True)
+def _pace(occ, path, t, paces):
+    """The pace at bin t of a flow on ``path``: ``paces[n - 1]`` (``recurring._paces``), n the most
+    flows on one of its ports (``_sharers``), at most ``len(paces)``."""
+    return paces[min(_sharers(occ, path, t), len(paces)) - 1]
 
 
 @njit(cache=True)
@@ -132,12 +138,7 @@ def _mean_sharers(occ, paths, start, end):
     for i in range(paths.shape[0]):
         total = 0.0
         for t in range(start[i], end[i]):
-            n = 1
-            for p in paths[i]:
-                if p < 0:
-                    break
-                n = max(n, occ[p, t])
-            total += n
+            total += _sharers(occ, paths[i], t)
         if end[i] > start[i]:
             out[i] = total / (end[i] - start[i])
     return out
@@ -329,6 +330,17 @@ def _rings(flows: pd.DataFrame) -> pd.Series:
     return flows["rank"].map(ring)
 
 
+def _copies(flows: pd.DataFrame):
+    """The run's completed network flows by id, each one's class (``recurring``'s key) and the
+    classes' sizes, and each flow's first and last bin (start, last byte received)."""
+    net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
+    key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
+    _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
+    end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
+    return net, cls.reshape(-1), counts, start, end
+
+
 def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance: float,
           order: str = "aligned", pool: str = "first", samples: int | None = None, stride: int = 16,
           share: str = "equal") -> pd.DataFrame:
@@ -337,17 +349,12 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     The later copies are always those after a class's first k (``recurring._samples``), as the memo
     takes them, less the probes (every ``stride``-th place of the first iteration, simulated) where
     ``pool`` is ``probed``; ``pool`` is what they draw from (``pool_of``)."""
-    net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
-    key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
-    _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-    cls = cls.reshape(-1)
+    net, cls, counts, start, end = _copies(flows)
     trust = _samples(counts, tolerance) if samples is None else np.full(len(counts), samples)
     iteration = net["iteration"].to_numpy()
     learned = learnable_classes(cls, iteration, counts, trust, fixed=samples)  # per class, as the memo's
     learnable = learned[cls]
     paths = _paths(net, topology)
-    start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
-    end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
     counted = learnable if count == "recurring" else np.ones(len(net), bool)
     if share == "maxmin":
         alone, predict, time = _max_min_model(paths, net["start_ns"].to_numpy().astype(np.int64),
@@ -390,14 +397,9 @@ def by_sharers(flows: pd.DataFrame, topology: str, count: str) -> pd.DataFrame:
     their busiest data port over their life (``--count``), each copy's time over its time alone
     on an empty network (``standalone_fct_ns``): what n flows on a link cost each of them, with no
     model in between (``--sharers``)."""
-    net = flows[~flows["virtual"] & flows["completed"]].sort_values("flow_id").reset_index(drop=True)
-    key = net[["src", "dst", "sport", "dport", "pg", "size_bytes"]].to_numpy()
-    _, cls, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-    cls = cls.reshape(-1)
+    net, cls, counts, start, end = _copies(flows)
     learnable = learnable_classes(cls, net["iteration"].to_numpy(), counts, _samples(counts, 1.0))[cls]
     paths = _paths(net, topology)
-    start = (net["start_ns"].to_numpy() // BIN_NS).astype(np.int64)
-    end = ((net["received_ns"].to_numpy() + BIN_NS - 1) // BIN_NS).astype(np.int64)
     counted = learnable if count == "recurring" else np.ones(len(net), bool)
     occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
     sharers = _mean_sharers(occ, paths, start, end)[learnable]
@@ -445,13 +447,13 @@ def main() -> int:
         ap.exit(2, f"pace_model: --samples {a.samples}: a class needs at least one sample\n")
     if not (a.full / "flows.parquet").is_file():
         ap.exit(2, f"pace_model: {a.full}: no flows.parquet there (give a full run's output folder)\n")
-    if a.sharers:
-        flows = pd.read_parquet(a.full / "flows.parquet")
-        print(f"copies of the learnable classes by the mean count of flows ({a.count}) on their busiest port: "
-              f"their time over their time alone")
-        print(by_sharers(flows, a.topology, a.count).to_string(float_format="{:.2f}".format))
-        return 0
     try:
+        if a.sharers:
+            table = by_sharers(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.count)
+            print(f"copies of the learnable classes by the mean count of flows ({a.count}) on their busiest port: "
+                  f"their time over their time alone")
+            print(table.to_string(float_format="{:.2f}".format))
+            return 0
         net = model(pd.read_parquet(a.full / "flows.parquet"), a.topology, a.gain, a.count, a.spread, a.order,
                     a.pool, a.samples, a.stride, a.share)
     except InputError as e:
