@@ -330,6 +330,11 @@ def _rings(flows: pd.DataFrame) -> pd.Series:
     return flows["rank"].map(ring)
 
 
+def _occupied(paths, start, end, counted):
+    """The ``counted`` flows live on each port in each bin (``_occupancy``), over the run's ports and bins."""
+    return _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
+
+
 def _copies(flows: pd.DataFrame):
     """The run's completed network flows by id, each one's class (``recurring``'s key) and the
     classes' sizes, and each flow's first and last bin (start, last byte received)."""
@@ -360,7 +365,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
         alone, predict, time = _max_min_model(paths, net["start_ns"].to_numpy().astype(np.int64),
                                               net["received_ns"].to_numpy().astype(np.int64), counted, gain)
     else:
-        occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
+        occ = _occupied(paths, start, end, counted)
         paces = _paces(gain)  # the memo's own pace per count of sharers
         alone, time = _alone_bins(occ, paths, start, end, paces), end - start
 
@@ -401,7 +406,7 @@ def by_sharers(flows: pd.DataFrame, topology: str, count: str) -> pd.DataFrame:
     learnable = learnable_classes(cls, net["iteration"].to_numpy(), counts, _samples(counts, 1.0))[cls]
     paths = _paths(net, topology)
     counted = learnable if count == "recurring" else np.ones(len(net), bool)
-    occ = _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
+    occ = _occupied(paths, start, end, counted)
     sharers = _mean_sharers(occ, paths, start, end)[learnable]
     slowdown = (net["fct_ns"] / net["standalone_fct_ns"]).to_numpy()[learnable]
     bins = pd.cut(sharers, [0, 1.05, 1.3, 1.7, 2.2, 2.7, 3.3, np.inf],
