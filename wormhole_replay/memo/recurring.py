@@ -454,13 +454,7 @@ class Recurring:
         simulated after all, and some of them were taken in iterations 2-4 at half the time the full
         run gave them (a connection's 3.3 MB steps 481 us where the full run took 974 us in every
         iteration, and the first iteration's simulated copies 860 us)."""
-        done = engine.finished(self.simulated)
-        if not done.any():
-            return
-        flows = _from_start(engine, self.simulated[done])
-        self.simulated = self.simulated[~done]
-        start, rx, fin = engine.flow_times(flows)
-        times = np.stack([rx - start, fin - start], axis=1)
+        self.simulated, flows, times = _finished_as_simulated(engine, self.simulated)
         nxt = self.next_at_place[flows]
         while (nxt >= 0).any():  # iteration by iteration, the copies at the same places
             ok = nxt >= 0
@@ -482,13 +476,8 @@ class Recurring:
         ``tests/test_recurring.py`` (from the second: -0.27% and within 0.2%), though the second
         iteration then cost 3.2x less than the first instead of 1.7x.  Simulated, the sends were 80%
         of the packets of iterations 3-4 (README, "Sends by place")."""
-        done = engine.finished(self.sends)
-        if not done.any():
-            return
-        flows = _from_start(engine, self.sends[done])
-        self.sends = self.sends[~done]
-        start, rx, fin = engine.flow_times(flows)
-        self._aside_at_places(engine, session, flows, np.stack([rx - start, fin - start], axis=1))
+        self.sends, flows, times = _finished_as_simulated(engine, self.sends)
+        self._aside_at_places(engine, session, flows, times)
 
     def _aside_at_places(self, engine, session, flows, times) -> None:
         """The copies at the places of small-class copies ``flows`` in later iterations, not started
@@ -733,6 +722,15 @@ def _as_simulated(engine, flows: np.ndarray, places) -> dict:
     to its last byte received and to its last ACK."""
     start, rx, fin = engine.flow_times(flows)
     return {"places": np.asarray(places).tolist(), "rx_ns": (rx - start).tolist(), "fct_ns": (fin - start).tolist()}
+
+
+def _finished_as_simulated(engine, watched: np.ndarray):
+    """Of the ``watched`` copies, those not finished yet (still to watch), and those finished and
+    simulated from their start (``_from_start``) with their times (per copy: rx_ns, fct_ns)."""
+    done = engine.finished(watched)
+    flows = _from_start(engine, watched[done])
+    start, rx, fin = engine.flow_times(flows)
+    return watched[~done], flows, np.stack([rx - start, fin - start], axis=1)
 
 
 def _from_start(engine, finished: np.ndarray) -> np.ndarray:
