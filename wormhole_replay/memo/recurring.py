@@ -231,8 +231,8 @@ class Recurring:
             engine.mark_memo_flows(self.small, group=SMALL_GROUP)
         for c in np.flatnonzero(~self.learnable).tolist() if self.by_place else []:  # the small classes
             self._aside(engine, session, c)
-        its = np.unique(self.iteration[self.small])
-        if self.by_place and len(its) > SENDS_FROM and len(self.small):  # ... and their places (``_sends``)
+        its = np.unique(self.iteration[self.small]) if self.by_place else []
+        if len(its) > SENDS_FROM:  # ... and their places (``_sends``)
             later = self.small[(self.iteration[self.small] >= its[SENDS_FROM]) & (self.next_at_place[self.small] >= 0)]
             taken = engine.timers(later)  # aside from the memo: the last one at a place gives it on
             self.sends = later[~taken]
@@ -455,12 +455,8 @@ class Recurring:
         run gave them (a connection's 3.3 MB steps 481 us where the full run took 974 us in every
         iteration, and the first iteration's simulated copies 860 us)."""
         self.simulated, flows, times = _finished_as_simulated(engine, self.simulated)
-        nxt = self.next_at_place[flows]
-        while (nxt >= 0).any():  # iteration by iteration, the copies at the same places
-            ok = nxt >= 0
-            nxt, times = nxt[ok], times[ok]
-            self._retime(engine, nxt, times)
-            nxt = self.next_at_place[nxt]
+        for nxt, at_times in self._later_places(flows, times):
+            self._retime(engine, nxt, at_times)
 
     def _sends(self, engine, session) -> None:
         """Copies of small classes (``small``: pipeline sends) that finished, simulated, from
@@ -482,16 +478,22 @@ class Recurring:
     def _aside_at_places(self, engine, session, flows, times) -> None:
         """The copies at the places of small-class copies ``flows`` in later iterations, not started
         and not timers, become timers aside of ``times`` (per copy: rx_ns, fct_ns)."""
-        nxt = self.next_at_place[flows]
-        while (nxt >= 0).any():  # iteration by iteration, the copies at the same places
-            ok = nxt >= 0
-            nxt, times = nxt[ok], times[ok]
+        for nxt, at_times in self._later_places(flows, times):
             take = ~engine.started(nxt) & ~engine.timers(nxt)
             for c in np.unique(self.class_of[nxt[take]]).tolist():
                 at = take & (self.class_of[nxt] == c)
-                self.counters["memo_recurring_aside"] += self._make_timers(engine, session, c, nxt[at], times[at], None,
+                self.counters["memo_recurring_aside"] += self._make_timers(engine, session, c, nxt[at], at_times[at], None,
                                                                            check=False, gain=AS_SIMULATED, aside=True)
-            self.aside_times.update(zip(nxt[take].tolist(), map(tuple, times[take].tolist())))
+            self.aside_times.update(zip(nxt[take].tolist(), map(tuple, at_times[take].tolist())))
+
+    def _later_places(self, flows, times):
+        """Iteration by iteration, the copies at the places of ``flows`` in later iterations, each
+        with the time (``times``, per copy) of the copy of ``flows`` at its place."""
+        nxt = self.next_at_place[flows]
+        while (nxt >= 0).any():
+            ok = nxt >= 0
+            nxt, times = nxt[ok], times[ok]
+            yield nxt, times
             nxt = self.next_at_place[nxt]
 
     def _retime(self, engine, copies, times) -> None:
@@ -581,17 +583,20 @@ class Recurring:
                                         {"places": places, "rx_ns": rx, "fct_ns": fct, "gain": self.gains[c],
                                          "refuted": True})
         for c in np.flatnonzero(~self.learnable).tolist() if self.by_place else []:  # small: by ordinal
+            if c in self.aside_from:
+                continue
             m = self.members[c]
-            done = engine.finished(m) & ~engine.timers(m)
-            value = _as_simulated(engine, m[done], np.flatnonzero(done))
-            still = engine.timers(m)
-            aside = [(k, self.aside_times[f]) for k, f in enumerate(m.tolist()) if still[k] and f in self.aside_times]
-            if aside:  # taken aside by place in this run (``_sends``), and not simulated after all: their times
-                got = dict(zip(value["places"], zip(value["rx_ns"], value["fct_ns"]))) | dict(aside)
-                value = {"places": sorted(got), "rx_ns": [got[k][0] for k in sorted(got)],
-                         "fct_ns": [got[k][1] for k in sorted(got)]}
-            if c not in self.aside_from and value["places"]:
-                session.learn_recurring(self.copy_keys[c], self.copy_digests[c], {**value, "aside": True})
+            timers = engine.timers(m)
+            done = engine.finished(m) & ~timers  # simulated, and ...
+            given = timers & np.isin(m, list(self.aside_times))  # ... taken aside by place in this run (``_sends``)
+            if (done | given).any():
+                start, rx, fin = engine.flow_times(m)
+                times = np.stack([rx - start, fin - start], axis=1)
+                times[given] = np.array([self.aside_times[f] for f in m[given].tolist()], np.int64).reshape(-1, 2)
+                keep = np.flatnonzero(done | given)
+                session.learn_recurring(self.copy_keys[c], self.copy_digests[c],
+                                        {"places": keep.tolist(), "rx_ns": times[keep, 0].tolist(),
+                                         "fct_ns": times[keep, 1].tolist(), "aside": True})
         cold = {c for c in self.refuted - set(self.placed_from) if self.learn_from[c] >= 0}  # (``_first_places``)
         for c in sorted(self.trusted & set(self.sampled) | cold) if self.by_place else []:  # learned here: ...
             m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
