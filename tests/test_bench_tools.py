@@ -338,7 +338,7 @@ def test_pace_model_gives_each_later_copy_a_sample_in_turn_or_its_class_mean_fro
         assert net["sample"].tolist() == [True] * 8 + [False] * 4
         assert (net["predicted_ns"][8:] / 1000).tolist() == [mean_us] * 4
     # probes at every 2nd place after the samples (the 10th and 12th, 200 us each) are simulated and
-    # join the pool (probes, tried in the memo and not kept: README, "Probes"): (8 x 135 + 2 x 200) / 10 = 148
+    # join the pool (probes, tried in the memo and not kept: DEVELOPERS.md, "Probes"): (8 x 135 + 2 x 200) / 10 = 148
     net = model(flows, "leaf-spine:hosts=16,leaves=4,spines=2", 1.1, "recurring", 1.0, "mean", "probed", samples=8,
                 stride=2)
     assert net["sample"].tolist() == [True] * 8 + [False, True, False, True]
@@ -419,7 +419,7 @@ def test_pace_model_max_min_shares_give_a_flow_what_its_sharers_held_down_elsewh
 def test_bench_newcomer_measures_a_newcomers_share_and_the_timers_time_for_it():
     """One case of ``bench_newcomer``: a 1 MB newcomer joining two flows on the leaf-spine keeps more
     than an equal share in full simulation (a third of the link), and the timers beside it give it
-    a time within 10% of full (the yield; README, "Newcomers")."""
+    a time within 10% of full (the yield; DEVELOPERS.md, "Newcomers")."""
     row = _tool("bench_newcomer").case("leaf-spine", 2, 1.0, 50, timers=True)
     assert 1 / 3 < row["share"] < 0.5, row
     assert row["full_us"] == pytest.approx(8e6 / (row["share"] * 95e9) * 1e6, rel=1e-9)  # 1 MB at that share

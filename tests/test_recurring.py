@@ -299,7 +299,7 @@ def test_a_later_part_refuted_stays_the_memos_own_where_its_first_part_was_trust
     trusted, is simulated as the memo's own packet flows (``SMALL_GROUP``: foreign only to timers
     whose data meet its), not as foreign flows: on the 128-GPU DDP fat-tree over 4 iterations two
     such classes, foreign, kept 25 trusted classes' timers simulated through the whole second
-    iteration (README, "The first iteration is a cold start").  Three iterations of the colliding
+    iteration (DEVELOPERS.md, "The first iteration is a cold start").  Three iterations of the colliding
     rings at a spread of 30%: one such class of 11 refuted; every other refuted class is foreign."""
     refuted = []
     orig = recurring.Recurring._refute
@@ -704,7 +704,7 @@ def test_a_packet_flow_starting_beside_two_paced_timers_keeps_a_newcomers_share(
     than a third of the link for the rest of its life: at 3.3 MB (a ring step's size on the 128-GPU
     DDP fat-tree) it takes 711 us where the first two take 889 and 935.  With the first two paced
     timers of their time alone, each held a third of the link from the newcomer's first packet, and
-    the newcomer took 876 us (+23%; the README's "Probes").  They now yield it a newcomer's share
+    the newcomer took 876 us (+23%; DEVELOPERS.md, "Probes").  They now yield it a newcomer's share
     (``timers.yield_to``), fading a little since it meets one of them on a spine link too
     (``newcomer_share``; measured: 731 us, +2.8%; 8 MB at +300 us +5.0%, 1 MB +3.8%; with the lead
     held for its whole life -0.9%, -3.5%, +2.6%), and take their share back when it ends: the three
@@ -729,7 +729,7 @@ def test_a_newcomer_meeting_the_timers_upstream_too_keeps_a_fading_lead():
     lead fades: in full simulation an 8 MB newcomer joining them 300 us late keeps 29% of the link,
     not the 41% it keeps where the bottleneck is the one link it shares.  With the timers yielding
     the lead for its whole life it came out 27% fast; with the fade over the flows it meets upstream
-    (``timers.newcomer_share``) within 3% (README, "Newcomers")."""
+    (``timers.newcomer_share``) within 3% (DEVELOPERS.md, "Newcomers")."""
     spec = "leaf-spine:hosts=24,leaves=6,spines=2"
     h = np.asarray(build_topology(spec).hosts)
     flows = FlowSet.from_columns([h[0], h[8], h[12], h[16]], [h[4]] * 4, [24 * MB] * 3 + [8 * MB], [0, 0, 0, 300_000])

@@ -36,7 +36,7 @@ nothing.  ``--no-floor`` skips the draw (another full run) where it is not kept 
 ``--draws K`` also runs the cold replay (a new database) on the trace with the same op 1 ns, 10 ns,
 100 ns, 1 us longer (the first K of ``compare.DRAW_DELAYS_NS``), each against the unperturbed full
 run: other draws of the *mechanism*.  On the 128-GPU DDP fat-tree a change to the memo moved one
-draw's iteration 2 by a few points and another's the other way (README, "Newcomers"): keep a change
+draw's iteration 2 by a few points and another's the other way (DEVELOPERS.md, "Newcomers"): keep a change
 only where the draws agree.
 """
 

@@ -41,7 +41,7 @@ cache, gain 1.12): the first 32 and a probe at every 16th place of the first ite
 steps at 1.10% per ring (iteration 2: 1.01%, worst ring 3.06%, where the first 32 alone give 1.78%
 and 5.35%), every 8th at 0.76% (0.78%, 2.29%), all copies 0.25%.  So the model says probes would
 do; the engine says otherwise: a probe runs among timers, and a packet flow beside paced timers
-runs late (README, "Probes").  Drawing from the 4 probes nearest by place instead of the whole pool
+runs late (DEVELOPERS.md, "Probes").  Drawing from the 4 probes nearest by place instead of the whole pool
 in turn was no better (1.36% at every 16th place, 0.85% at every 8th).
 
 ``--share maxmin`` (2026-12-06) paces a copy at its max-min fair share of its path instead of an
@@ -274,7 +274,7 @@ def sample_order(order: str, later: np.ndarray, k: int) -> np.ndarray:
 
 def probes_of(members: np.ndarray, iteration: np.ndarray, k: int, stride: int) -> np.ndarray:
     """A class's probes, copies a memo would keep simulated to widen its pool (tried and not kept:
-    README, "Probes"): after its first k copies, those of its first iteration at every ``stride``-th place."""
+    DEVELOPERS.md, "Probes"): after its first k copies, those of its first iteration at every ``stride``-th place."""
     first = members[iteration[members] == iteration[members[0]]]
     place = np.arange(len(first))
     return first[(place >= k) & (place % stride == stride - 1)]
@@ -435,7 +435,7 @@ def main() -> int:
                          "class's mean (mean), or that mean times a deviation drawn from every class's samples (pooled)")
     ap.add_argument("--pool", choices=["first", "probed", "spread", "all"], default="first",
                     help="what the later copies draw from: the class's first k copies, those and its probes "
-                         "(README, \"Probes\"), k spread over the iteration, or all its copies (its true level)")
+                         "(DEVELOPERS.md, \"Probes\"), k spread over the iteration, or all its copies (its true level)")
     ap.add_argument("--stride", type=int, default=16, help="with --pool probed: a probe every STRIDE-th place")
     ap.add_argument("--share", choices=["equal", "maxmin"], default="equal",
                     help="a flow's share: equal among the flows on its busiest port (as the memo paces), or its "

@@ -136,7 +136,7 @@ def rank_ends(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFra
     less full's as a fraction of full's iteration span (its first start to its last end).  An
     iteration's duration is read off its first and last rank, so a run can be right in every
     duration and still have one rank's timeline tens of milliseconds off: the next iteration then
-    starts from it (measured on the 128-GPU DDP fat-tree, README "Per-rank timelines").  Flows
+    starts from it (measured on the 128-GPU DDP fat-tree, DEVELOPERS.md "Per-rank timelines").  Flows
     are matched by ``flow_id``; empty where they have no ranks (a flow file)."""
     if "rank" not in full_flows or "iteration" not in full_flows:
         return pd.DataFrame(columns=["iteration", "rank", "end_full", "end_other", "span_ns", "shift"])

@@ -283,7 +283,7 @@ def newcomer_share(net, flows, cfg, g, p):
     full simulation of 114 newcomers (``tools/bench_newcomer.py``: 1-8 MB joining 2-4 flows into one
     host on leaf-spines of 2 and 8 spines and the k=8 fat-tree, in and across pods), the lead (0.43)
     on the timers themselves (their newcomer takes about 5% less than they leave it).  The base RTT
-    does not set the fade (README, "Newcomers")."""
+    does not set the fade (DEVELOPERS.md, "Newcomers")."""
     ft, paths, ports = flows.table, flows.paths, net.ports
     there = _leaving(ports, p)  # g included
     equal = 1.0 / max(there, 1)
