@@ -79,7 +79,6 @@ import numpy as np
 from ..arrays import unique_rows
 from ..errors import InputError
 from ..workload.flowfile import FlowSet
-from .cold_sends import ColdSends, after_compute
 from .entry import canonical_json
 
 KIND = "recurring"
@@ -106,7 +105,6 @@ AS_SIMULATED = float("inf")  # a placed copy's pace gain: 1 beside any number of
 COLD_START_ITERATIONS = 3  # from this many iterations, a class sampled whole there skips the first (``_learn_from``)
 SPLIT_COVER = 0.25  # ... one with timers there is split where its later samples are this much of an iteration
 SENDS_FROM = 1  # the first iteration (0-based) whose small classes' copies give their places to later ones (``_sends``)
-COLD_SENDS = True  # ... and the first iteration's, rescaled by the second's first copies (``cold_sends``)
 MOST_SHARERS = 16  # a copy's time is counted by how many flows shared its busiest port, 16 or more as 16
 
 
@@ -140,7 +138,6 @@ class Recurring:
         self.copy_digests = [_digest(k) for k in self.copy_keys]
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
-        self.flows = flows
         order = np.lexsort((network, cls))  # by class, then flow id
         self.trust = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)  # per class
         if later.any() and trust is None:  # the first part learns from as many copies as the whole class
@@ -179,7 +176,6 @@ class Recurring:
         self.aside_from: dict = {}  # small class -> the digest of the entry its copies were taken aside from
         self.sends = np.zeros(0, np.int64)  # small classes' copies whose places later iterations take (``_sends``)
         self.aside_times: dict = {}  # small copy -> (rx_ns, fct_ns) it was taken aside of, in this run
-        self.cold_sends: ColdSends | tuple = ()  # the first iteration's small copies, rescaled (``_sends``)
         self.samples: dict = {}  # class -> [(rx_ns, fct_ns), ...] of its simulated copies, in finish order
         self.sampled: dict = {}  # class -> those copies' flow ids
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``_alone``)
@@ -243,16 +239,6 @@ class Recurring:
             last = later[taken][~engine.timers(self.next_at_place[later[taken]])]
             self._aside_at_places(engine, session, last, np.array([self.aside_times[f] for f in last.tolist()],
                                                                   np.int64).reshape(-1, 2))
-        if len(its) > 1 and SENDS_FROM == 1 and COLD_SENDS:  # the first iteration's, rescaled (``cold_sends``)
-            cold = self.small[(self.iteration[self.small] == its[0]) & (self.next_at_place[self.small] >= 0)]
-            cold = cold[~engine.timers(cold) & ~engine.timers(self.next_at_place[cold])]
-            sends = np.bincount(self.class_of[cold], ~after_compute(self.flows, cold), len(self.members)) == 0
-            cold = cold[sends[self.class_of[cold]]]  # classes whose every copy there follows compute
-            if len(cold):  # a family: one size, as many copies an iteration
-                per = np.bincount(self.class_of[cold], minlength=len(self.members))[self.class_of[cold]]
-                family = np.unique(np.stack([self.sizes[cold], per], axis=1), axis=0, return_inverse=True)[1]
-                line_ns = self.sizes[self.next_at_place[cold]] * 8e9 / engine.line_rates(self.next_at_place[cold])
-                self.cold_sends = ColdSends(cold, family.ravel(), self.next_at_place, self.place, line_ns)
         for c, digest in enumerate(self.digests):
             if c in self.aside_from:
                 continue
@@ -294,11 +280,10 @@ class Recurring:
         if len(self.simulated) and engine.now >= self.next_place_scan:  # their places recur an iteration later
             self.next_place_scan = engine.now + SCAN_PLACES_NS
             self._simulated_places(engine)
-        if engine.now < self.next_scan or not (len(self.watch) or len(self.follow) or len(self.sends)
-                                               or len(self.cold_sends)):
+        if engine.now < self.next_scan or not (len(self.watch) or len(self.follow) or len(self.sends)):
             return
         self.next_scan = engine.now + SCAN_NS
-        if len(self.sends) or len(self.cold_sends):
+        if len(self.sends):
             self._sends(engine, session)
         if len(self.follow) and self.later_iterations:  # else read once, at the end (``finish``)
             got = self._finished_places(engine)
@@ -489,14 +474,6 @@ class Recurring:
         of the packets of iterations 3-4 (DEVELOPERS.md, "Sends by place")."""
         self.sends, flows, times = _finished_as_simulated(engine, self.sends)
         self._aside_at_places(engine, session, flows, times)
-        if len(self.cold_sends):  # the first iteration's, rescaled by the second's probes (``cold_sends``)
-            cold = self.cold_sends
-            cold.watch, flows, times = _finished_as_simulated(engine, cold.watch)
-            cold.read(flows, times)
-            flows, times = cold.due()
-            nxt = self.next_at_place[flows]
-            given = ~engine.started(nxt) & ~engine.timers(nxt)  # else the second iteration's gives its own
-            self._aside_at_places(engine, session, flows[given], times[given])
 
     def _aside_at_places(self, engine, session, flows, times) -> None:
         """The copies at the places of small-class copies ``flows`` in later iterations, not started
