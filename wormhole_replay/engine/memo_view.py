@@ -297,9 +297,10 @@ class EngineView:
         ``rx_ns`` is the time alone, which a timer covers, moment by moment, at ``min(1, gain / n)``
         (1 alone), n the flows whose data leave its busiest port, reserving its share of its links; its last
         ACK comes ``fct_ns - rx_ns`` after its last byte received (``wormhole/timers.py``).  Timers
-        ``aside`` hold their times, take no share of their links and count as no one's sharer: flows
-        that took next to nothing of their links where their times were taken (a pipeline send
-        among rings), so that the flows beside them ran as if they were not there."""
+        ``aside`` hold their times and count as no one's sharer: flows that took little of their
+        links where their times were taken (a pipeline send among rings), so that the timers beside
+        them ran as if they were not there; each reserves its mean rate of its links
+        (``timers.aside_bps``), which the packet flows beside it meet."""
         e = self._e
         ft = e.flows.table
         at = np.asarray(flows, np.int64)

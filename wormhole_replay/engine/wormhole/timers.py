@@ -70,9 +70,12 @@ next to nothing of its links where its time was taken, so that the flows beside 
 were not there: a pipeline send among ring flows (on the 128-GPU DDP fat-tree under HPCC a 20 MB
 send took 4.7 Gb/s beside two ring flows that took 38 Gb/s each; the memo learns rings without
 counting it, ``Recurring._flows_on``).  It holds its time, as an episode's does (its overlaps are
-in it), takes no share of its links and is no one's sharer: it does not count in
-``PT_TIMERS_DATA``, so neither its data nor theirs make it or the memo's flows simulated; only a
-foreign flow does, as for any timer.
+in it), and is no one's sharer: it does not count in ``PT_TIMERS_DATA``, so neither its data nor
+theirs make it or the memo's flows simulated; only a foreign flow does, as for any timer.  It
+reserves the mean rate its time had (``aside_bps``), so that the packet flows beside it still
+meet its bytes (where sends take 40% of their line rate, ring steps simulated beside sends that
+reserved nothing ran fast); paced timers do not count it, as their classes were learned without
+the sends.
 """
 
 import numpy as np
@@ -399,9 +402,26 @@ def start(net, flows, events, cfg, state, parts, f):
     state[ST_WH_TIMERS] = n + 1
     if paced:  # it takes its share of its links
         row[TM_BPS] = _share_bps(net, flows, cfg, f)
+    else:  # it holds the mean rate its time had: the packet flows beside it meet it (``aside_bps``)
+        row[TM_BPS] = aside_bps(flows, f, row[TM_ALONE])
+    if row[TM_BPS] > 0:
         _reserve(net, flows, events, cfg, state, parts, f, 0, row[TM_BPS])
     if not aside:  # one aside is no one's sharer
         repace_beside(net, flows, events, cfg, state, parts)
+
+
+@kernel(inline="always")
+def aside_bps(flows, f, time_ns):
+    """The payload rate a timer aside (or an episode's) holds of its links: its size over its time
+    to its last byte received, the mean rate it had where that time was taken.  What it shares
+    with nobody is its *time* (no one's sharer, never repaced); its bytes still load its links, so a
+    packet flow simulated beside it gets the rest, as beside the flow it stands for.  Without it, on
+    the two-stage replay of ``tests/test_recurring.py``, whose sends take 40% of their line rate,
+    the ring steps simulated beside sends aside ran fast (DEVELOPERS.md, "The first iteration's
+    sends, rescaled")."""
+    if flows.table[f, FT_TIMER_ASIDE] == 0:  # an episode's: its overlaps with its own group are in its times
+        return np.int64(0)
+    return np.int64(flows.table[f, FT_SIZE] * 8e9 / max(time_ns, 1))
 
 
 @kernel
