@@ -55,8 +55,8 @@ above its amplitude.  The defaults here follow that rule from the network actual
   ddp16`` (HPCC, ring steps of 7-15 ms on a k=4 fat-tree): without it 11 jumps avoided 0.9% of
   events and put the per-flow p99 at 5.71%, beyond the 5% bound and the run's noise floor (1.97%);
   with it there is no jump and the run is exact.  Where the full simulation is itself chaotic the
-  cap costs speed the bounds would allow: see the README's wormhole table for the MoE iteration
-  under HPCC, and ``--ff-releaser-share 1`` (no cap) after checking a workload with ``audit
+  cap costs speed the bounds would allow: see DEVELOPERS.md, "Wormhole mode: the measurements", for the MoE
+  iteration under HPCC, and ``--ff-releaser-share 1`` (no cap) after checking a workload with ``audit
   --noise-floor``.
 * ``tail``: the last 2 base RTTs of a flow (plus its bytes in flight and two packets) are always
   simulated packet by packet, so its completion, the ACK clocking at its end and what it releases
@@ -123,7 +123,7 @@ class FastForward:
     # jump.stationary): opt-in (--ff-mean-jumps).  Measured 2026-12-02 (HPCC): within the bounds on
     # flow files, a 16-GPU AICB iteration and the 128-GPU AICB iteration on fat-tree:k=8 (2.05% of
     # events avoided at a per-flow FCT error of 1.82% mean / 23.5% p99, mean FCT -0.12%, iteration
-    # 0.08%, against a 1-ns noise floor of 2.58% / 36.6%, iteration 0.11%; README, "Mean jumps").
+    # 0.08%, against a 1-ns noise floor of 2.58% / 36.6%, iteration 0.11%; DEVELOPERS.md, "Wormhole mode: the measurements").
     # They buy little there (wall time as full's), so the default is not yet changed: doing so is a
     # change of every wormhole run's results where they apply, for its own session's checks
     mean_jumps: bool = False

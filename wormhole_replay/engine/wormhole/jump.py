@@ -113,7 +113,7 @@ def stationary(s0, s1, s2, s3, n, spread, drift, resolution):
     (2026-12-02, HPCC) against full simulation: the rings with 200 MB flows 2.3% of events avoided
     (none before) at a per-flow FCT error of 0.04% mean, 0.67% p99; the AICB GPT-13B iteration on 16
     GPUs of ``fat-tree:k=4,gpus_per_server=8`` with collectives / 10 (16 DP flows of 325 MB) 46.8%
-    (12.5% before) at 0.04% / 0.27%, iteration +0.002%; the README's table has more."""
+    (12.5% before) at 0.04% / 0.27%, iteration +0.002%; DEVELOPERS.md, "Wormhole mode: the measurements", has more."""
     q = n // 4
     total = s0 + s1 + s2 + s3
     lo = min(min(s0, s1), min(s2, s3))
