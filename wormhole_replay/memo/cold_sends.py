@@ -59,6 +59,8 @@ class ColdSends:
         yet and not timers, and their times (per copy: rx_ns, fct_ns), to be taken aside."""
         took, times, left = [], [], []
         for probes, probes_before, rest, rest_before in self.families:
+            if not (~engine.started(rest) & ~engine.timers(rest)).any():
+                continue  # nothing left to take (started, or aside from the memo already): no more to read
             done = engine.finished(probes) & ~engine.timers(probes) & (engine.forwarded(probes) == 0)
             running = engine.started(probes) & ~engine.finished(probes)
             if running.any() or done.sum() < min(PROBES, len(probes)):

@@ -486,27 +486,29 @@ class Recurring:
         """The second iteration's sends whose family's probes are done (``cold_sends.py``) become
         timers aside of their first-iteration copies' times, rescaled, and give them on to their
         places in later iterations.  On the 128-GPU DDP fat-tree's 4-iteration replay (HPCC, spread
-        100%) its 512 sends simulated (10.7 M packets) held the second iteration at 1.7x faster
-        than the first (2x asked by issue 15)."""
+        100%) the second iteration then ran 3.2x faster than the first, where its 512 sends
+        simulated (10.7 M packets) held it at 1.8x (DEVELOPERS.md, "The first iteration's sends,
+        rescaled")."""
         flows, times = self.cold_sends.step(engine)
-        for c in np.unique(self.class_of[flows]).tolist():
-            at = self.class_of[flows] == c
-            self.counters["memo_recurring_aside"] += self._make_timers(engine, session, c, flows[at], times[at], None,
-                                                                       check=False, gain=AS_SIMULATED, aside=True)
-        self.aside_times.update(zip(flows.tolist(), map(tuple, times.tolist())))
-        self.counters["memo_recurring_cold_sends"] += len(flows)
+        self.counters["memo_recurring_cold_sends"] += self._take_aside(engine, session, flows, times)
         self._aside_at_places(engine, session, flows, times)
 
     def _aside_at_places(self, engine, session, flows, times) -> None:
         """The copies at the places of small-class copies ``flows`` in later iterations, not started
         and not timers, become timers aside of ``times`` (per copy: rx_ns, fct_ns)."""
         for nxt, at_times in self._later_places(flows, times):
-            take = ~engine.started(nxt) & ~engine.timers(nxt)
-            for c in np.unique(self.class_of[nxt[take]]).tolist():
-                at = take & (self.class_of[nxt] == c)
-                self.counters["memo_recurring_aside"] += self._make_timers(engine, session, c, nxt[at], at_times[at], None,
-                                                                           check=False, gain=AS_SIMULATED, aside=True)
-            self.aside_times.update(zip(nxt[take].tolist(), map(tuple, at_times[take].tolist())))
+            self._take_aside(engine, session, nxt, at_times)
+
+    def _take_aside(self, engine, session, flows, times) -> int:
+        """Those of small-class copies ``flows`` not started and not timers become timers aside of
+        ``times`` (per copy: rx_ns, fct_ns), kept in ``aside_times`` for the next run; how many."""
+        take = ~engine.started(flows) & ~engine.timers(flows)
+        for c in np.unique(self.class_of[flows[take]]).tolist():
+            at = take & (self.class_of[flows] == c)
+            self.counters["memo_recurring_aside"] += self._make_timers(engine, session, c, flows[at], times[at], None,
+                                                                       check=False, gain=AS_SIMULATED, aside=True)
+        self.aside_times.update(zip(flows[take].tolist(), map(tuple, times[take].tolist())))
+        return int(take.sum())
 
     def _later_places(self, flows, times):
         """Iteration by iteration, the copies at the places of ``flows`` in later iterations, each

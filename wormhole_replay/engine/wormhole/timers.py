@@ -412,8 +412,8 @@ def start(net, flows, events, cfg, state, parts, f):
 
 @kernel(inline="always")
 def aside_bps(flows, f, time_ns):
-    """The payload rate a timer aside (or an episode's) holds of its links: its size over its time
-    to its last byte received, the mean rate it had where that time was taken.  What it shares
+    """The payload rate a timer aside holds of its links: its size over its time to its last byte
+    received, the mean rate it had where that time was taken (an episode's timer holds none).  What it shares
     with nobody is its *time* (no one's sharer, never repaced); its bytes still load its links, so a
     packet flow simulated beside it gets the rest, as beside the flow it stands for.  Without it, on
     the two-stage replay of ``tests/test_recurring.py``, whose sends take 40% of their line rate,
