@@ -383,8 +383,8 @@ def test_a_dcqcn_window_shorter_than_two_rate_increase_periods_is_refused(tmp_pa
     move, so a shorter window reads a trough of its sawtooth as a steady state and freezes it there.
     Measured on two to four flows of 10-30 MB into one host of ``test_wormhole``'s leaf-spine:
     FCTs 51-200% off with a 100 us window, up to 12% with one period, exact with two; three flows of
-    100 MB within 0.3% (README, "Wormhole mode").  A window of one period is one error line and
-    exit status 2, nothing written; two periods run."""
+    100 MB within 0.3% (DEVELOPERS.md, "Wormhole mode (from the README)").  A window of one period
+    is one error line and exit status 2, nothing written; two periods run."""
     h = _hosts()
     flow_file = tmp_path / "flow.txt"
     flow_file.write_text(f"2\n{h[0]} {h[4]} 3 100 10000000 0\n{h[8]} {h[4]} 3 100 10000000 0\n")

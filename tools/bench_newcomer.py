@@ -14,8 +14,8 @@ Fabrics (``--fabric``): ``leaf-spine`` (2 spines, 8.4 us base RTT: the newcomer 
 of the others again on a spine link), ``leaf-spine-12us`` and ``leaf-spine-16us`` (the same with
 1.5 and 2 us links), ``leaf-spine-8`` (8 spines: it meets at most one), ``fat-tree`` and
 ``fat-tree-b`` (k=8, sources in other pods, 12.6 us, two sets of pods), ``fat-tree-pod`` (k=8,
-sources in the receiver's pod, 8.4 us; two others at most).  Measured 2026-12-06 (README, "What
-sets how long a newcomer keeps its lead"): the lead does not follow the RTT; it fades where the
+sources in the receiver's pod, 8.4 us; two others at most).  Measured 2026-12-06 (DEVELOPERS.md,
+"What sets how long a newcomer keeps its lead"): the lead does not follow the RTT; it fades where the
 newcomer meets other flows before the shared link (``timers.newcomer_share``).
 
     python tools/bench_newcomer.py                        # every fabric, full simulation only

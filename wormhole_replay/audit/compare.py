@@ -386,7 +386,7 @@ def perturb_ops(ops: pd.DataFrame, delta_ns: int = 1) -> tuple[pd.DataFrame, dic
     On a 4-layer MoE (``bench_scale``'s ``moe16`` trace, 4 iterations, HPCC) the first iteration's
     op alone left iterations 2-4 of the draw identical to full's, 460 ns later (a floor of 0 there,
     against 5.8% per flow in the first), so every later iteration of an accelerated run read as
-    beyond it (README, "Auditing")."""
+    beyond it (DEVELOPERS.md, "Auditing (from the README)")."""
     targets = perturbation_targets(ops)
     if not len(targets):
         return ops, None

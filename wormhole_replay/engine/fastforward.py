@@ -112,7 +112,8 @@ class FastForward:
     short_samples: int | None = None
     # also fast-forward steady data groups inside a partition that is not steady as a whole
     # (wormhole/fluid.py, fluid_groups.py): opt-in (--ff-fluid) until it meets the accuracy bounds
-    # by default.  Measured 2026-12-03 (HPCC, README "Fluid flows"): on the 128-GPU AICB iteration
+    # by default.  Measured 2026-12-03 (HPCC, DEVELOPERS.md "Fluid flows (from the README)"): on the
+    # 128-GPU AICB iteration
     # on fat-tree:k=8 77.8% of events avoided, 4.8x, mean FCT +0.14%, iteration 0.03%, but per-flow
     # 4.29% / 47.4% against a 2-draw noise floor of 2.58% / 37.4%; on flow files cut from it (not
     # chaotic) within the bounds (full size 0.40% / 2.53%); the reference run S9 (HPCC) 1.24% mean;

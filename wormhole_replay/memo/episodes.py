@@ -20,9 +20,9 @@ ms apart from one iteration to the next (iteration 0 starts with none), and no t
 alike to within 50 us, so a key that held it would never hit.  What leaving it out costs was measured
 on that run by re-timing its DAG with iterations 1-3 taking iteration 0's network times: per-flow
 FCT 1.62-1.91% mean, 10.9-13.2% p99 against each iteration's own, mean FCT +0.28..+0.88%, iteration
-times within 0.4% (README, "Episodes").  A hit is the full run's own iteration-to-iteration
-variation, no more; whether that is within a workload's bounds is the noise floor's to say, which is
-why episodes are opt-in (``memo_episodes``).
+times within 0.4% (DEVELOPERS.md, "Where the next issues plug in", Episodes).  A hit is the full
+run's own iteration-to-iteration variation, no more; whether that is within a workload's bounds is
+the noise floor's to say, which is why episodes are opt-in (``memo_episodes``).
 
 An iteration is remembered only once two simulated copies of it in one run agreed: their network
 flows' mean FCT and their network spans (first start to last byte received) within

@@ -47,8 +47,8 @@ A copy's sharers are the recurring classes' flows, not the small classes' (pipel
 ring flows starve (``_flows_on``).  Counting them learned the copies sampled beside a send short,
 which a *drift* made up for (2026-12-04: the paced timers stretched by the median ratio of the
 copies simulated after all to their class's learned time); with them not counted the drift put
-the 128-GPU DDP fat-tree's mean FCT 1.42% long, and was taken out (README, "Sharers without
-the sends").
+the 128-GPU DDP fat-tree's mean FCT 1.42% long, and was taken out (DEVELOPERS.md, "Recurring
+flows: the measurements", "Sharers without the sends").
 
 Over 3 iterations or more at a wide spread the first iteration, which starts every rank at once,
 is a cold start and is not what later iterations repeat: a class sampled whole there learns from
@@ -66,8 +66,8 @@ What that leaves out, and why it is opt-in (``memo_recurring``): shares at a gai
 model, and where a foreign flow is live on a timer's ports the timer is simulated
 (``wormhole/timers.py``).  Foreign here are the copies of refuted classes (not yet placed); the
 flows of classes too small to learn (``small``) and the copies of classes still being learned are
-the memo's own packet flows, foreign only to the timers whose data meet theirs (``start``).  The figures are in the README
-("Recurring flows"), measured against full simulation.
+the memo's own packet flows, foreign only to the timers whose data meet theirs (``start``).  The figures
+are in DEVELOPERS.md ("Recurring flows: the measurements"), measured against full simulation.
 """
 
 from __future__ import annotations
@@ -216,7 +216,8 @@ class Recurring:
         their own (``SMALL_GROUP``): foreign only to the timers whose data leave a port theirs leave
         (``wormhole/timers.py``); a paced timer beside one elsewhere shares its links with it as with
         a class's sampled copies (it counts it among its sharers and reserves its share beside it).
-        On the 128-GPU DDP fat-tree (HPCC, spread 100%; README, "Recurring flows") the 512 pipeline
+        On the 128-GPU DDP fat-tree (HPCC, spread 100%; DEVELOPERS.md, "Recurring flows: the
+        measurements") the 512 pipeline
         sends (128 classes of 4 copies, 20 MB each) crossed the fabric links of thousands of timers:
         foreign to all of them, 64.4-64.6% of events were avoided; the memo's own beside all of them,
         72.8-78.9%, but the 64 beside the first DP all-reduces erred by -51% to +31% (a noise draw:
@@ -231,7 +232,8 @@ class Recurring:
         5,522 copies of 3.3 MB simulated after all, 38% of the bytes the run simulated.  As the
         memo's own: 169.8 s instead of 191.8 s for one iteration (89.3% of events avoided instead
         of 85.5%), per flow 12.27% (12.41%), mean FCT +0.38% (+0.11%), iteration 0.40% (0.46%); two
-        iterations 157.0 s instead of 192.0 s (README, "Recurring flows")."""
+        iterations 157.0 s instead of 192.0 s (DEVELOPERS.md, "Recurring flows: the measurements",
+        "Classes being learned are the memo's own")."""
         if len(self.small):
             engine.mark_memo_flows(self.small, group=SMALL_GROUP)
         for c in np.flatnonzero(~self.learnable).tolist() if self.by_place else []:  # the small classes
@@ -401,7 +403,8 @@ class Recurring:
         neighbours there, and differs from it by what one iteration differs from the next, which on
         a chaotic fabric is its noise floor (the spread asked).  Left simulated, its copies are
         foreign to every timer whose ports they cross, which are then simulated too: on the 128-GPU
-        DDP fat-tree 22% of the copies taken in a 4-iteration replay (README, "Recurring flows").
+        DDP fat-tree 22% of the copies taken in a 4-iteration replay (DEVELOPERS.md, "Recurring
+        flows: the measurements").
         At the default spread (1%) a refuted class stays simulated."""
         first = c not in self.placed
         known = self.placed.setdefault(c, {})
@@ -438,7 +441,8 @@ class Recurring:
         yet.  (Followed copies are added once per class and dropped in one pass per look: a set
         union per class took a third of a DCQCN run's wall time.  Their alone times are not
         computed: placed copies run as simulated, and a look at every sharer of every copy's ports
-        per copy was most of what a DCQCN run's bookkeeping cost, README "Recurring flows".)"""
+        per copy was most of what a DCQCN run's bookkeeping cost, DEVELOPERS.md, "Recurring flows:
+        the measurements".)"""
         done = engine.finished(self.follow)
         got: dict = {}
         if not done.any():
@@ -690,7 +694,8 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     FCT (a second run on the database +1.37 / +1.06 / +1.62%); learned from the second where this
     rule says, and the other classes split (``_after_cold_start``), iterations 3-4 were 5.1% and
     6.2%, -0.08% and +0.39% (the second run -0.25 / +0.33%), at the cost of simulating most of the
-    second (README, "Recurring flows").  A class with timers in its first iteration (more copies
+    second (DEVELOPERS.md, "Recurring flows: the measurements", "The first iteration is a cold
+    start").  A class with timers in its first iteration (more copies
     there than samples: a ring's 25 MB buckets, 840 an iteration on the 128-GPU DDP fat-tree) keeps
     learning from it for that iteration, as its timers there are most of what a first run avoids,
     and is learned again after it (``_after_cold_start``).  (``iteration`` is the replay's (job,
@@ -779,7 +784,7 @@ def _samples(counts: np.ndarray, tolerance: float) -> np.ndarray:
     11% fewer events, per flow 12.03% against 12.02%, mean FCT -0.10% (-0.15%), iteration 0.04%
     (0.01%).  Fewer samples for the big classes cost accuracy: at most 16 instead of 32, 16.5% fewer
     events, but iteration 0.43% and each rank's timeline 2.7% off (1.6%); 24, 0.37% and 2.7%
-    (README, "Recurring flows")."""
+    (DEVELOPERS.md, "Recurring flows: the measurements", "Samples per class")."""
     if tolerance <= AGREE_TOLERANCE:
         return np.full(len(counts), TRUST_SAMPLES)
     return np.clip(counts // WIDE_SHARE, TRUST_SAMPLES_WIDE_LEAST, TRUST_SAMPLES_WIDE)
