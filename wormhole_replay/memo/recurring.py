@@ -15,8 +15,10 @@ busiest port its data crossed, ``min(1, gain / n)`` (1 alone); and a timer cover
 beside the flows' data (running timers and packet flows) leaving its busiest port, its end moved
 whenever one starts or ends there, and reserves its share of its links as a fluid flow does
 (``wormhole/timers.py``).  ``gain``, what n flows on a link get together against one alone there,
-is fitted on the run's own sampled copies (``fit_gain``: 1.12 on the 128-GPU DDP fat-tree under
-HPCC, where a ring's flow alone does not fill its link; 1 where nothing shows it).  A class
+is fitted on the run's own sampled copies, again as each class is sampled, over the classes
+whose copies shared their links for more or less of their lives (``fit_gain``: 1.12 on the
+128-GPU DDP fat-tree under HPCC, where a ring's flow alone does not fill its link; 1 where nothing
+shows it); each class is paced at the gain fitted when it was judged.  A class
 trusted at a spread wider than the default is learned from a quarter of its copies (4 to 32,
 ``_samples``) rather than its first 8, which are one bucket's ring steps and faster than the rest.
 That is a flow-level model of the contention between timers, shares of the busiest link,
@@ -100,8 +102,9 @@ STEADY = "after-the-first-iteration"  # in the class row of a class's later part
 SIMULATED = "simulated-by-place"  # ... of a trusted class's: its copies simulated from their start, by place
 BY_COPY = "aside-by-copy"  # ... of a small class's: its copies' times by their ordinal in the run (``_aside``)
 GAINS = np.round(np.arange(0.7, 1.3001, 0.01), 2)  # the pace gains tried (``fit_gain``, ``timers.pace``)
-GAIN_CLASSES = 16  # classes sampled before the gain is fitted and any class is taken (fit_gain)
-GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain)
+GAIN_CLASSES = 16  # classes sampled before the gain is first fitted and any class is judged (fit_gain)
+GAIN_EVIDENCE = 0.05  # ... one taken only where it cuts the copies' disagreement by a twentieth (fit_gain), ...
+GAIN_SPREAD = 0.1  # ... over the classes whose copies' shares of their time beside other flows spread this much (informs)
 AS_SIMULATED = float("inf")  # a placed copy's pace gain: 1 beside any number of flows (``_place``)
 COLD_START_ITERATIONS = 3  # from this many iterations, a class sampled whole there skips the first (``_learn_from``)
 SPLIT_COVER = 0.25  # ... one with timers there is split where its later samples are this much of an iteration
@@ -182,8 +185,8 @@ class Recurring:
         self.alone: dict = {}  # class -> [(alone_rx_ns, tail_ns), ...]: those copies at their alone pace (``_alone``)
         self.spent: dict = {}  # class -> [copy, n - 1]: ns each sampled copy spent beside n flows (``_spent``)
         self.gain = 1.0  # the pace gain the run's sampled copies agree best under (``fit_gain``), ...
-        self.gain_fitted = False  # ... fitted once, when GAIN_CLASSES classes (or all there are) are sampled
-        self.gain_classes = 0
+        self.gain_fitted = False  # ... fitted again as classes are sampled; fixed where a warm run takes it from entries
+        self.gain_classes = 0  # classes sampled before any class is judged (GAIN_CLASSES, or all there are)
         self.waiting: list = []  # classes sampled, waiting for the gain before their copies are judged
         self.gains: dict = {}  # class -> the gain its alone times are at (its entry's, or self.gain when learned)
         self.tolerance = tolerance
@@ -321,11 +324,10 @@ class Recurring:
         for c in newly:
             self.spent[c] = self.spent_beside(engine, c)
         self.waiting += newly
-        if not self.gain_fitted and len(self.spent) >= self.gain_classes:
-            self.gain = fit_gain(list(self.spent.values()))  # once: the classes taken all pace alike
-            self.gain_fitted = True
-        if not self.gain_fitted:
+        if len(self.spent) < self.gain_classes:
             return
+        if not self.gain_fitted and newly:  # fitted again on every class sampled so far, as they come (``fit_gain``)
+            self.gain = fit_gain(list(self.spent.values()))
         newly, self.waiting = self.waiting, []
         for c in newly:
             rx, fct = (list(x) for x in zip(*self.samples[c]))
@@ -361,7 +363,7 @@ class Recurring:
         """How long each sampled copy of class c spent, to its last byte received, beside n flows'
         data (its own included) leaving the busiest port its data leaves (``_spent``): its time at
         the pace it would have had alone is then ``_alone``, at ``min(1, gain / n)`` (1 alone), the
-        gain fitted on the first ``GAIN_CLASSES`` classes sampled (``fit_gain``).  Timers run at that
+        gain fitted on the classes sampled by then, at least ``GAIN_CLASSES`` (``fit_gain``).  Timers run at that
         pace (``wormhole/timers.py``), so copies that met other flows and copies that ran alone can
         be compared, and taken for each other."""
         on = [engine.flow_times(flows)[:2] for flows in self._flows_on(engine, c)]  # read once for all copies
@@ -850,7 +852,8 @@ def _alone(spent: np.ndarray, gain: float) -> np.ndarray:
 
 def fit_gain(spent: list) -> float:
     """The pace gain (of ``GAINS``) under which each class's sampled copies agree best: the least
-    sum of squared relative deviations of their alone times from their class's mean.  What n flows
+    sum of squared relative deviations of their alone times from their class's mean, over the
+    classes that say something of it (``informs``).  What n flows
     on a link get together against one alone there depends on more than the link (a ring's flow
     alone is held below its link's rate by the ACKs its NIC also sends; flows sharing the link fill
     it), so it is fitted on the run itself: on the 128-GPU DDP fat-tree's full run (HPCC), copies
@@ -861,16 +864,34 @@ def fit_gain(spent: list) -> float:
     where it makes the copies agree better by ``GAIN_EVIDENCE`` (on the 128-GPU fat-tree 1.12 cuts
     the sum by 12-16% on the full run's copies; on ``tests/test_recurring.py``'s colliding rings,
     whose first copies all met the same flows, nothing, where noise alone fitted 1.07-1.29), else
-    it is 1 (equal shares)."""
+    it is 1 (equal shares).
+
+    Only over the classes that inform it: counted in, a class whose copies all ran alone (or all
+    shared for their whole lives) adds a deviation no gain moves and hides the others' evidence.  On
+    the DDP fat-tree cut to 10 layers (``gen gpt --model gpt-13b --layers 10 --gpus 128 --tp 8 --pp 2
+    --microbatches 4``, HPCC, its full run; DEVELOPERS.md, "A gain the first classes cannot show") the
+    first 16 classes sampled are stage 1's, 11 of them alone in every copy: over them the fit kept 1,
+    over all 256 classes 1.14 cut the sum by 4.2% only, where stage 0's classes alone show 1.12-1.13
+    by 16-23%; the run paced at 1 put its iteration 2.74% long, at 1.12 0.95%."""
+    spent = [rows for rows in spent if informs(rows)]
     paces = np.stack([_paces(g) for g in GAINS], axis=1)  # [n - 1, gain]
     cost = np.zeros(len(GAINS))
     for rows in spent:
-        if len(rows) < 2:
-            continue
         x = rows @ paces  # [copy, gain]
         cost += ((x / np.maximum(x.mean(axis=0), 1.0) - 1) ** 2).sum(axis=0)
     best, one = int(np.argmin(cost)), int(np.flatnonzero(GAINS == 1.0)[0])
     return float(GAINS[best]) if cost[best] < cost[one] * (1 - GAIN_EVIDENCE) else 1.0
+
+
+def informs(spent: np.ndarray) -> bool:
+    """Whether a class's sampled copies (``_spent``, one row each) say anything of the pace gain:
+    their shares of their time beside other flows spread by ``GAIN_SPREAD`` (standard deviation).
+    A gain scales only the time shared, so copies that spent the same share of their lives beside
+    others (alone throughout, say) agree or disagree alike under every gain."""
+    if len(spent) < 2:
+        return False
+    beside = spent[:, 1:].sum(axis=1) / np.maximum(spent.sum(axis=1), 1.0)
+    return float(beside.std()) >= GAIN_SPREAD
 
 
 def _spans(alone) -> list:
