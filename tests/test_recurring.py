@@ -431,7 +431,7 @@ def test_the_pace_gain_is_the_one_a_runs_copies_agree_under():
     same = np.array([spent(2, 180), spent(2, 190)])
     assert fit_gain([mixed, same]) == 1.12
     assert fit_gain([same]) == fit_gain([]) == 1.0
-    # classes whose copies all ran alone (their spread none a gain moves) do not hide the evidence:
+    # classes whose copies all ran alone (a spread no gain moves) do not hide the evidence:
     # counted in, three of them made the fit keep 1 (DEVELOPERS.md, "A gain the first classes cannot show")
     alone = np.array([spent(1, 100), spent(1, 160)])
     assert not recurring.informs(alone) and recurring.informs(mixed) and not recurring.informs(same)

@@ -66,7 +66,7 @@ class ColdSends:
             if running.any() or done.sum() < min(PROBES, len(probes)):
                 left.append([probes, probes_before, rest, rest_before])
                 continue
-            ratio = _spent(engine, probes[done]).sum() / max(_spent(engine, probes_before[done]).sum(), 1)
+            ratio = _to_last_byte(engine, probes[done]).sum() / max(_to_last_byte(engine, probes_before[done]).sum(), 1)
             self.ratios.append((int(done.sum()), float(ratio)))
             ready = ~engine.started(rest) & ~engine.timers(rest) & engine.finished(rest_before)
             if ready.any():
@@ -79,7 +79,7 @@ class ColdSends:
         return np.concatenate(took), np.concatenate(times)
 
 
-def _spent(engine, flows) -> np.ndarray:
+def _to_last_byte(engine, flows) -> np.ndarray:
     """Each flow's time from its start to its last byte received."""
     start, rx, _ = engine.flow_times(flows)
     return (rx - start).astype(np.float64)
