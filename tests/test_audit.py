@@ -102,6 +102,28 @@ def test_a_ranks_timeline_end_is_its_last_op_of_the_iteration():
     assert C.rank_end_stat(full.drop(columns="rank"), other) is None  # a flow file: no ranks
 
 
+def test_ring_times_split_the_collectives_by_the_ring_their_ranks_form():
+    """``rings``: ranks 0-1 and 2-3 all-reduce over the network (two rings, named 0 and 2); a TP copy
+    inside a server between ranks 0 and 2 (virtual) joins nothing.  ``ring_times``: ring 0's one
+    collective takes 100 in full and 110 in the other run (+10%), ring 2's two take 50 + 50 and
+    40 + 50 (-10%); rank 1 ends 20 late in an iteration spanning 0-200, so ring 0's ranks' mean
+    end is 5% late."""
+    full = pd.DataFrame({"flow_id": range(7), "iteration": 0, "rank": [0, 1, 2, 3, 2, 3, 0],
+                         "dst_rank": [1, 0, 3, 2, 3, 2, 2], "unit": [0, 0, 1, 1, 2, 2, 3],
+                         "kind": ["coll"] * 7, "virtual": [False] * 6 + [True],
+                         "start_ns": [0, 0, 0, 0, 100, 100, 150], "received_ns": [100, 90, 50, 40, 150, 140, 200]})
+    full["finish_ns"] = full["received_ns"]
+    other = full.assign(received_ns=[100, 110, 40, 40, 150, 140, 200])
+    other["finish_ns"] = other["received_ns"]
+    assert C.rings(full).tolist() == [0, 0, 2, 2, 2, 2, 0]
+    t = C.ring_times(full, other.iloc[::-1])  # matched by flow id, not row
+    assert t["ring"].tolist() == [0, 2]
+    assert t["coll_full"].tolist() == [100, 100] and t["coll_other"].tolist() == [110, 90]
+    assert t["coll_error"].tolist() == pytest.approx([0.1, -0.1])
+    assert t["end_shift"].tolist() == pytest.approx([0.05, 0.0])
+    assert C.ring_times(full.drop(columns="rank"), other).empty  # a flow file: no rings
+
+
 def test_worst_flows_name_the_memo_entries_and_jumps_that_touched_them():
     full = _flows([100, 100, 100, 100])
     fast = _flows([100, 150, 120, 101])

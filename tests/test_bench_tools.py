@@ -424,3 +424,29 @@ def test_bench_newcomer_measures_a_newcomers_share_and_the_timers_time_for_it():
     assert 1 / 3 < row["share"] < 0.5, row
     assert row["full_us"] == pytest.approx(8e6 / (row["share"] * 95e9) * 1e6, rel=1e-9)  # 1 MB at that share
     assert abs(row["error"]) < 0.10, row
+
+
+def test_ring_timelines_prints_each_rings_spread_beside_the_floor(tmp_path, monkeypatch, capsys):
+    """Two rings, one 10% slow and one 10% fast in the run, both exact in the floor: the run's
+    spread reads -10 .. +10 and the floor's 0; a folder without flows is one line on stderr and
+    status 2."""
+    import pandas as pd
+
+    tool = _tool("ring_timelines")
+    full = pd.DataFrame({"flow_id": range(4), "iteration": 0, "rank": [0, 1, 2, 3], "dst_rank": [1, 0, 3, 2],
+                         "unit": [0, 0, 1, 1], "kind": "coll", "virtual": False, "start_ns": 0,
+                         "received_ns": [100, 100, 100, 100]})
+    full["finish_ns"] = full["received_ns"]
+    for name, rx in (("full", [100] * 4), ("run", [110, 100, 90, 90]), ("floor", [100] * 4)):
+        (tmp_path / name).mkdir()
+        full.assign(received_ns=rx, finish_ns=rx).to_parquet(tmp_path / name / "flows.parquet")
+    monkeypatch.setattr(sys, "argv", ["ring_timelines", str(tmp_path / "full"), str(tmp_path / "run"),
+                                      "--floor", str(tmp_path / "floor"), "--table"])
+    assert tool.main() == 0
+    out = capsys.readouterr().out
+    row = out.splitlines()[4].split()  # iteration 0: run's |err| min max, end min max, then the floor's
+    assert [float(x) for x in row[1:4]] == [10.0, -10.0, 10.0] and [float(x) for x in row[6:9]] == [0.0, 0.0, 0.0]
+    monkeypatch.setattr(sys, "argv", ["ring_timelines", str(tmp_path / "full"), str(tmp_path / "none")])
+    assert tool.main() == 2
+    err = capsys.readouterr().err
+    assert "no flows.parquet" in err and len(err.splitlines()) == 1

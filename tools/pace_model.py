@@ -80,11 +80,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 from numba import njit
 
+from wormhole_replay.audit.compare import rings
 from wormhole_replay.errors import InputError
 from wormhole_replay.memo.recurring import _paces, _samples, learnable as learnable_classes
 from wormhole_replay.topology import build_topology
@@ -322,14 +322,6 @@ def _paths(flows: pd.DataFrame, topology: str) -> np.ndarray:
     return out
 
 
-def _rings(flows: pd.DataFrame) -> pd.Series:
-    """Each flow's DP ring: the lowest rank of the ranks its collectives' flows connect."""
-    g = nx.Graph()
-    g.add_edges_from(flows.loc[flows["kind"] == "coll", ["rank", "dst_rank"]].astype(int).itertuples(index=False))
-    ring = {r: min(c) for c in nx.connected_components(g) for r in c}
-    return flows["rank"].map(ring)
-
-
 def _occupied(paths, start, end, counted):
     """The ``counted`` flows live on each port in each bin (``_occupancy``), over the run's ports and bins."""
     return _occupancy(paths, start, end, counted, int(paths.max()) + 1, int(end.max()) + 2)
@@ -393,7 +385,7 @@ def model(flows: pd.DataFrame, topology: str, gain: float, count: str, tolerance
     net["cls"], net["sample"], net["alone_ns"] = cls, sample, alone * BIN_NS
     net["time_ns"] = time * BIN_NS
     net["predicted_ns"] = predict(given) * BIN_NS
-    net["ring"] = _rings(net)
+    net["ring"] = rings(net)
     return net
 
 

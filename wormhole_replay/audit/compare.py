@@ -153,6 +153,47 @@ def rank_ends(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFra
     return per
 
 
+def rings(flows: pd.DataFrame) -> pd.Series:
+    """Each flow's ring: the lowest rank of the ranks its job's network collectives connect to its
+    rank (a DP all-reduce's ring, on a DDP trace; NaN for a rank no network collective reaches).
+    Flows inside a server (virtual: TP, copies) join nothing, so a TP group does not merge its DP rings."""
+    import networkx as nx
+
+    job = flows["job"] if "job" in flows else pd.Series(0, index=flows.index)
+    coll = flows[(flows["kind"] == "coll") & ~flows["virtual"].astype(bool)]
+    g = nx.Graph()
+    g.add_edges_from(zip(zip(job[coll.index], coll["rank"]), zip(job[coll.index], coll["dst_rank"])))
+    lowest = {node: min(r for _, r in c) for c in nx.connected_components(g) for node in c}
+    return pd.Series([lowest.get(k, np.nan) for k in zip(job, flows["rank"])], index=flows.index, name="ring")
+
+
+def ring_times(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (job, iteration, ring, ``rings``): the time its network collectives took on each
+    side (per collective instance, ``unit``, its first network flow's start to its last byte
+    received, summed: ``coll_full``, ``coll_other``) with ``coll_error`` (signed), and its ranks'
+    mean ``rank_ends`` shift (``end_shift``, a fraction of the iteration).  A run can be right in
+    every iteration's mean and have one ring fast and another slow in every iteration: the next
+    iteration starts on the first rank done and ends on the last, so its duration moves by their
+    spread (the 128-GPU DDP fat-tree under the memo's recurring flows, DEVELOPERS.md "A ring's draw,
+    frozen").  Flows are matched by ``flow_id``; empty without ranks."""
+    cols = ["iteration", "ring", "coll_full", "coll_other", "coll_error", "end_shift"]
+    if "rank" not in full_flows or "iteration" not in full_flows:
+        return pd.DataFrame(columns=cols)
+    flows = full_flows.assign(ring=rings(full_flows))
+    f = flows[(flows["kind"] == "coll") & ~flows["virtual"].astype(bool) & flows["ring"].notna()]
+    t = f.merge(other_flows[["flow_id", "start_ns", "received_ns"]], on="flow_id", suffixes=("", "_other"),
+                validate="one_to_one")
+    keys = [c for c in ("job", "iteration") if c in t] + ["ring"]
+    per = t.groupby(keys + ["unit"]).agg(s=("start_ns", "min"), e=("received_ns", "max"),
+                                        so=("start_ns_other", "min"), eo=("received_ns_other", "max"))
+    out = pd.DataFrame({"coll_full": per["e"] - per["s"], "coll_other": per["eo"] - per["so"]}).groupby(keys).sum()
+    out["coll_error"] = out["coll_other"] / out["coll_full"] - 1
+    by_rank = [c for c in ("job", "rank") if c in flows]
+    ring_of = flows.dropna(subset=["ring"]).groupby(by_rank)["ring"].first().reset_index()
+    out["end_shift"] = rank_ends(full_flows, other_flows).merge(ring_of, on=by_rank).groupby(keys)["shift"].mean()
+    return out.reset_index()
+
+
 def rank_end_stat(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> float | None:
     """The largest ``rank_ends`` shift in magnitude: how far the worst rank's timeline ended from
     full's, as a fraction of its iteration (None without ranks)."""
