@@ -122,6 +122,8 @@ def test_ring_times_split_the_collectives_by_the_ring_their_ranks_form():
     assert t["coll_error"].tolist() == pytest.approx([0.1, -0.1])
     assert t["end_shift"].tolist() == pytest.approx([0.05, 0.0])
     assert C.ring_times(full.drop(columns="rank"), other).empty  # a flow file: no rings
+    assert C.ring_spread_stat(full, other) == pytest.approx(0.2)  # +10% less -10%
+    assert C.ring_spread_stat(full, full) == 0 and C.ring_spread_stat(full.drop(columns="rank"), other) is None
 
 
 def test_worst_flows_name_the_memo_entries_and_jumps_that_touched_them():
@@ -392,6 +394,7 @@ def test_audit_writes_a_self_contained_report_and_consistent_tables(first_audit)
     assert sc["error"]["count"] == sc["count"] - sc["interrupted"]
     assert audit["noise_floor"] is None and "No noise floor measured" in text
     assert 0 <= audit["rank_end"]["max"] < 0.5 and "timeline end (of its iteration)" in text
+    assert audit["ring_spread"]["max"] >= 0 and "collectives&#x27; error less the fastest" in text
     meta = json.loads((out / "full" / "baseline.json").read_text())
     assert meta["identity"]["cc"] == "hpcc" and meta["identity"]["iterations"] == 3
     assert meta["identity"]["topology"] == SMALL_TOPO and len(meta["identity"]["trace_sha256"]) == 64

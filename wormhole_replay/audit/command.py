@@ -456,6 +456,7 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
     from .compare import (annotate_flows, check_thresholds, entries_by_error, error_stats, fast_forward_summary,
                           iteration_stats, jsonable, match_collectives, match_flows, match_iterations,
                           draw_column, MismatchError, noise_comparison, partitions_by_error, rank_end_stat, records,
+                          ring_spread_stat,
                           spot_check_errors, widest, worst_flows)
 
     full, fast, pert = runs["full"], runs["wormhole"], runs["perturbed"]
@@ -475,7 +476,8 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
             draws.append({"fct_error": error_stats(flows[draw_column("noise_error", k)]),
                           "iteration_error": iteration_stats(ni),
                           "collective_error": error_stats(nc["error"]),
-                          "rank_end": {"max": rank_end_stat(full.flows, res.flows)}})
+                          "rank_end": {"max": rank_end_stat(full.flows, res.flows)},
+                          "ring_spread": {"max": ring_spread_stat(full.flows, res.flows)}})
     except MismatchError as e:
         where = f" (baseline {plan.baseline_dir})" if plan.baseline is not None else ""
         raise InputError(f"audit: the runs cannot be matched{where}: {e}") from None
@@ -512,6 +514,7 @@ def build_audit(plan: Plan, runs: dict, args) -> tuple[dict, dict]:
         "iteration_error": iteration,
         "collective_error": collective,
         "rank_end": {"max": rank_end_stat(full.flows, fast.flows)},  # shown, not judged: the worst rank's timeline
+        "ring_spread": {"max": ring_spread_stat(full.flows, fast.flows)},  # ... and how far apart it put the rings
         "worst_flows": worst_flows(flows, hits, jumps, k=args.worst),
         "worst_collectives": records(coll[np.isfinite(coll["error"])].sort_values("error", ascending=False)
                                      .head(args.worst)[["unit", "name", "coll", "iteration", "duration_full",
@@ -659,7 +662,8 @@ def _print_human(audit: dict) -> None:
           f"p90 {pct(f['p90'])}, p99 {pct(f['p99'])}, max {pct(f['max'])}")
     print(f"iteration-time error: mean {pct(i['mean'])}, max {pct(i['max'])}; "
           f"collective-time error: mean {pct(audit['collective_error']['mean'])}; "
-          f"worst rank's end: {pct(audit['rank_end']['max'])} of its iteration")
+          f"worst rank's end: {pct(audit['rank_end']['max'])} of its iteration; "
+          f"rings' spread: {pct(audit['ring_spread']['max'])}")
     nf = audit["noise_floor"]
     if nf is not None:
         n = len(nf["draws"])
@@ -667,7 +671,7 @@ def _print_human(audit: dict) -> None:
               f"{f', widest of {n} draws' if n > 1 else ''}): "
               f"FCT mean {pct(nf['fct_error']['mean'])}, "
               f"p99 {pct(nf['fct_error']['p99'])}, iteration max {pct(nf['iteration_error']['max'])}, "
-              f"worst rank's end {pct(nf['rank_end']['max'])}")
+              f"worst rank's end {pct(nf['rank_end']['max'])}, rings' spread {pct(nf['ring_spread']['max'])}")
         print(nf["verdict"])
     s, ff, w = audit["speedup"], audit["fast_forward"], audit["wall_seconds"]
     print(f"speedup {s:.2f}x (full {w['full']:.2f} s, wormhole {w['wormhole']:.2f} s); " if s else "speedup n/a; ",

@@ -194,6 +194,20 @@ def ring_times(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFr
     return out.reset_index()
 
 
+def ring_spread_stat(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> float | None:
+    """The widest spread of the rings' collectives' time errors in one iteration (``ring_times``: the
+    slowest ring's signed error less the fastest's): how far apart the run put rings that the full
+    simulation timed alike, which an iteration's duration carries (None without rings)."""
+    needed = {"rank", "dst_rank", "iteration", "kind", "virtual", "unit", "received_ns"}
+    if not needed <= set(full_flows) or not {"start_ns", "received_ns"} <= set(other_flows):
+        return None
+    t = ring_times(full_flows, other_flows)
+    if not len(t):
+        return None
+    g = t.groupby([c for c in ("job", "iteration") if c in t])["coll_error"]
+    return float((g.max() - g.min()).max())
+
+
 def rank_end_stat(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> float | None:
     """The largest ``rank_ends`` shift in magnitude: how far the worst rank's timeline ended from
     full's, as a fraction of its iteration (None without ranks)."""

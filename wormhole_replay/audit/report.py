@@ -294,11 +294,13 @@ def _headline(audit: dict) -> str:
         if nf:
             r.append(pct(nf["collective_error"][key]))
         rows.append(r)
-    if "rank_end" in audit:  # audits before 2026-12-05 have none
-        r = ["worst rank's timeline end (of its iteration)", pct(audit["rank_end"]["max"])]
-        if nf:
-            r.append(pct(nf.get("rank_end", {}).get("max")))
-        rows.append(r)
+    for key, label in (("rank_end", "worst rank's timeline end (of its iteration)"),
+                       ("ring_spread", "rings' spread (slowest ring's collectives' error less the fastest's)")):
+        if key in audit:  # audits before 2026-12-05 (rank_end) and 2026-12-07 (ring_spread) have none
+            r = [label, pct(audit[key]["max"])]
+            if nf:
+                r.append(pct(nf.get(key, {}).get("max")))
+            rows.append(r)
     return _table(cols, [[_e(x) for x in r] for r in rows], left=(0,))
 
 
