@@ -155,7 +155,7 @@ def rank_ends(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFra
 
 def rings(flows: pd.DataFrame) -> pd.Series:
     """Each flow's ring: the lowest rank of the ranks its job's network collectives connect to its
-    rank (a DP all-reduce's ring, on a DDP trace; NaN for a rank no network collective reaches).
+    rank (a DP all-reduce's ring, on a DDP trace; NA for a rank no network collective reaches).
     Flows inside a server (virtual: TP, copies) join nothing, so a TP group does not merge its DP rings."""
     import networkx as nx
 
@@ -163,8 +163,11 @@ def rings(flows: pd.DataFrame) -> pd.Series:
     coll = flows[(flows["kind"] == "coll") & ~flows["virtual"].astype(bool)]
     g = nx.Graph()
     g.add_edges_from(zip(zip(job[coll.index], coll["rank"]), zip(job[coll.index], coll["dst_rank"])))
-    lowest = {node: min(r for _, r in c) for c in nx.connected_components(g) for node in c}
-    return pd.Series([lowest.get(k, np.nan) for k in zip(job, flows["rank"])], index=flows.index, name="ring")
+    lowest = pd.Series({node: min(r for _, r in c) for c in nx.connected_components(g) for node in c}, dtype=float)
+    if lowest.empty:
+        return pd.Series(pd.NA, index=flows.index, name="ring", dtype="Int64")
+    at = pd.MultiIndex.from_arrays([job.to_numpy(), flows["rank"].to_numpy()])  # per flow, (job, rank)
+    return pd.Series(lowest.reindex(at).to_numpy(), index=flows.index, name="ring").astype("Int64")
 
 
 def ring_times(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +180,9 @@ def ring_times(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> pd.DataFr
     spread (the 128-GPU DDP fat-tree under the memo's recurring flows, DEVELOPERS.md "A ring's draw,
     frozen").  Flows are matched by ``flow_id``; empty without ranks."""
     cols = ["iteration", "ring", "coll_full", "coll_other", "coll_error", "end_shift"]
-    if "rank" not in full_flows or "iteration" not in full_flows:
+    times = {"flow_id", "start_ns", "received_ns", "finish_ns"}
+    if not times | {"rank", "dst_rank", "iteration", "kind", "virtual", "unit"} <= set(full_flows) \
+            or not times <= set(other_flows):  # a flow file, or tables from before ranks
         return pd.DataFrame(columns=cols)
     flows = full_flows.assign(ring=rings(full_flows))
     f = flows[(flows["kind"] == "coll") & ~flows["virtual"].astype(bool) & flows["ring"].notna()]
@@ -198,9 +203,6 @@ def ring_spread_stat(full_flows: pd.DataFrame, other_flows: pd.DataFrame) -> flo
     """The widest spread of the rings' collectives' time errors in one iteration (``ring_times``: the
     slowest ring's signed error less the fastest's): how far apart the run put rings that the full
     simulation timed alike, which an iteration's duration carries (None without rings)."""
-    needed = {"rank", "dst_rank", "iteration", "kind", "virtual", "unit", "received_ns"}
-    if not needed <= set(full_flows) or not {"start_ns", "received_ns"} <= set(other_flows):
-        return None
     t = ring_times(full_flows, other_flows)
     if not len(t):
         return None
