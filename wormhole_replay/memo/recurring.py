@@ -55,7 +55,12 @@ flows: the measurements", "Sharers without the sends").
 Over 3 iterations or more at a wide spread the first iteration, which starts every rank at once,
 is a cold start and is not what later iterations repeat: a class sampled whole there learns from
 the second instead (``_learn_from``), and a class with timers there is split in two, its first
-iteration and the rest, each learned from its own copies (``_after_cold_start``).
+iteration and the rest, each learned from its own copies (``_after_cold_start``).  Over 2
+iterations or more at a wide spread a class whose copies span the iteration (a ring's 25 MB
+buckets, hundreds of copies) is past the cold start for most of it, and is learned from all its
+first iteration's copies (no timer there), each later copy taking the alone time of the copy at
+its place there (``_whole_first``): learned from its first 32 copies, a class's level is one draw
+of its first buckets' chaos, which its timers would replay in every iteration.
 
 A class too small to learn (``learnable``: a few copies an iteration, a pipeline send) is
 simulated, and at a spread wider than the default stored by copy (its ordinal in the run); a later
@@ -125,6 +130,9 @@ class Recurring:
         workload = _workload(flows, classes)
         rows = classes.tolist()
         samples = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)
+        # per class: the copies of its first iteration where it is learned from all of them, else 0 (``_whole_first``)
+        whole_first = _whole_first(cls, iteration[network], samples, tolerance) if trust is None else np.zeros_like(samples)
+        samples = np.maximum(samples, whole_first)
         later = _after_cold_start(cls, iteration[network], counts, samples, tolerance)  # per copy
         whole_cls = cls
         if later.any():  # such classes in two: their first iteration's copies, and the later ones (tagged)
@@ -143,14 +151,15 @@ class Recurring:
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
-        self.trust = _samples(counts, tolerance) if trust is None else np.full(len(counts), trust)  # per class
+        self.trust = samples.copy() if not later.any() else _samples(counts, tolerance) if trust is None else \
+            np.full(len(counts), trust)  # per class
         if later.any() and trust is None:  # the first part learns from as many copies as the whole class
             steady = classes[:, 6] == 1  # did; the later part from at least one iteration of its copies, which
-            whole = np.zeros(len(counts), np.int64)  # its timers then take by place (at most TRUST_SAMPLES_WIDE)
-            whole[cls] = whole_cls
+            parent = np.zeros(len(counts), np.int64)  # its timers then take by place (at most TRUST_SAMPLES_WIDE)
+            parent[cls] = whole_cls
             most = _most_in_one_iteration(cls, iteration[network], len(counts))
             self.trust[steady] = np.minimum(np.maximum(self.trust[steady], most[steady]), TRUST_SAMPLES_WIDE)
-            self.trust[~steady] = samples[whole[~steady]]
+            self.trust[~steady] = samples[parent[~steady]]
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
         self.class_of = np.full(len(flows), -1, dtype=np.int64)
         self.class_of[network] = cls
@@ -169,8 +178,17 @@ class Recurring:
         same = (np.diff(cls[by]) == 0) & (np.diff(self.place[network][by]) == 0)
         self.next_at_place[network[by][:-1][same]] = network[by][1:][same]
         self.iteration = iteration
-        # per class, the first iteration whose copies it is learned from (-1: any; ``_learn_from``)
-        self.learn_from = _learn_from(cls, iteration[network], self.trust, tolerance)
+        # per class, the first iteration whose copies it is learned from (-1: any; ``_learn_from``), and the
+        # one whose copies alone it is learned from (-1: not one; ``_whole_first``)
+        whole = np.zeros(len(counts), bool)
+        whole[cls] = (whole_first > 0)[whole_cls]
+        self.learn_from = _learn_from(cls, iteration[network], self.trust, tolerance, whole)
+        self.learn_only = np.where(whole, iteration[network].min(initial=0), -1)
+        # per class: its later copies take the time of the sample at their place (``_take``), where its
+        # samples are every copy of the iteration it learns from
+        in_first = _in_first_iteration(cls, iteration[network], len(counts))
+        self.take_by_place = (tolerance > AGREE_TOLERANCE) & (in_first > 0) & (self.trust >= in_first)
+        self.sampled_at: dict = {}  # such a class -> {place: (alone_rx_ns, tail_ns)} of its samples
         self.simulated = np.zeros(0, np.int64)  # trusted classes' copies whose place may be read (``_simulated_places``)
         self.next_place_scan = 0
         self.learnable = learnable(cls, iteration[network], counts, self.trust, fixed=trust)  # per class
@@ -258,6 +276,8 @@ class Recurring:
                                  np.subtract(e.value["fct_ns"], e.value["rx_ns"]).tolist()))
                 if agree(_spans(alone), self.tolerance):
                     self.alone[c] = alone
+                    if "places" in e.value:  # learned from a whole iteration: by place (``_take``)
+                        self.sampled_at[c] = dict(zip(e.value["places"], alone))
                     self.gains[c] = float(e.value.get("gain", 1.0))  # entries before the gain: equal shares
                     self._take(engine, session, c, e.digest)
                     p = self.known.get(self.simulated_digests[c]) if self.by_place else None
@@ -266,6 +286,8 @@ class Recurring:
                         m = self.members[c][np.isin(self.place[self.members[c]], list(at))]
                         if self.learn_from[c] >= 0:  # they are the first iteration's, a cold start's: for it alone
                             m = m[self.iteration[m] < self.learn_from[c]]
+                        elif self.learn_only[c] >= 0:  # ... or the whole iteration it was learned from: for it
+                            m = m[self.iteration[m] == self.learn_only[c]]  # alone, the later ones by place (``_take``)
                         self._retime(engine, m, np.array([at[q] for q in self.place[m].tolist()], np.int64).reshape(-1, 2))
                     continue
             e = self.known.get(self.place_digests[c]) if self.by_place else None
@@ -314,6 +336,8 @@ class Recurring:
             c = int(self.class_of[f])
             if self.iteration[f] < self.learn_from[c]:  # a cold start's copy (``_learn_from``)
                 continue
+            if self.learn_only[c] >= 0 and self.iteration[f] != self.learn_only[c]:  # (``_whole_first``)
+                continue
             got = self.samples.setdefault(c, [])
             if len(got) < self.trust[c]:  # the first copies to finish; later ones in this scan are not read
                 got.append((r - s, e - s))
@@ -335,8 +359,11 @@ class Recurring:
             self.alone[c] = [(a, f - r) for a, r, f in zip(alone, rx, fct)]
             self.gains[c] = self.gain
             if agree(_spans(self.alone[c]), self.tolerance):
-                session.learn_recurring(self.keys[c], self.digests[c],
-                                        {"rx_ns": rx, "fct_ns": fct, "alone_rx_ns": alone, "gain": self.gain})
+                value = {"rx_ns": rx, "fct_ns": fct, "alone_rx_ns": alone, "gain": self.gain}
+                if self.take_by_place[c]:  # its samples are a whole iteration: later copies take them by place
+                    value["places"] = self.place[self.sampled[c]].tolist()
+                    self.sampled_at[c] = dict(zip(value["places"], self.alone[c]))
+                session.learn_recurring(self.keys[c], self.digests[c], value)
                 self._take(engine, session, c)
             else:
                 self._refute(engine, c, SMALL_GROUP if self.first_part[c] in self.trusted else 0)
@@ -547,7 +574,12 @@ class Recurring:
         if not len(waiting):
             return
         alone = np.asarray(self.alone[c], dtype=np.int64)  # (alone pace to the last byte received, then its last ACK)
-        times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)[np.arange(len(waiting)) % len(alone)]
+        alone = alone[np.arange(len(waiting)) % len(alone)]
+        at = self.sampled_at.get(c)
+        if at:  # learned from a whole iteration: each copy the sample's at its place, where there is one
+            alone = np.array([at.get(p, a) for p, a in zip(self.place[waiting].tolist(), map(tuple, alone.tolist()))],
+                             np.int64).reshape(-1, 2)
+        times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)
         self._make_timers(engine, session, c, waiting, times, digest)
 
     def _aside(self, engine, session, c: int) -> None:
@@ -680,10 +712,16 @@ def _in_cold_start(cls: np.ndarray, iteration: np.ndarray, classes: int, toleran
     its = np.unique(iteration)
     if tolerance <= AGREE_TOLERANCE or len(its) < COLD_START_ITERATIONS:
         return None
-    return its, np.bincount(cls[iteration == its[0]], minlength=classes)
+    return its, _in_first_iteration(cls, iteration, classes)
 
 
-def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, tolerance: float) -> np.ndarray:
+def _in_first_iteration(cls: np.ndarray, iteration: np.ndarray, classes: int) -> np.ndarray:
+    """Per class, its copies in the run's first iteration (``cls``, ``iteration``: per copy)."""
+    return np.bincount(cls[iteration == iteration.min(initial=0)], minlength=classes)
+
+
+def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, tolerance: float,
+                whole: np.ndarray | None = None) -> np.ndarray:
     """Per class (``cls``, ``iteration``: per copy; ``trust``: per class), the first iteration whose
     copies it is learned from: the second where, at a spread wider than ``AGREE_TOLERANCE`` and
     with ``COLD_START_ITERATIONS`` iterations or more, its samples would be every copy of its first
@@ -702,13 +740,46 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     learning from it for that iteration, as its timers there are most of what a first run avoids,
     and is learned again after it (``_after_cold_start``).  (``iteration`` is the replay's (job,
     iteration) index: with several jobs the first is the first job's; another job's classes, on
-    other hosts, learn as before.)"""
+    other hosts, learn as before.)  Not the classes learned from their whole first iteration
+    because their samples were most of it (``whole``, ``_whole_first``)."""
     out = np.full(len(trust), -1, np.int64)
     cold = _in_cold_start(cls, iteration, len(trust), tolerance)
     if cold is not None:
         its, in_first = cold
-        out[trust >= in_first] = its[1]
+        out[(trust >= in_first) & (True if whole is None else ~whole)] = its[1]
     return out
+
+
+def _whole_first(cls: np.ndarray, iteration: np.ndarray, samples: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per class (``cls``, ``iteration``: per copy; ``samples``: per class, ``_samples``), its copies in
+    the first iteration where it is learned from all of them, else 0: at a spread wider than
+    ``AGREE_TOLERANCE``, over two iterations or more, a class whose copies span its first iteration
+    (more there than ``TRUST_SAMPLES_WIDE`` are ``SPLIT_COVER`` of: a ring's 25 MB buckets, 210 or
+    840 copies an iteration) has no timer in it, and each of its later copies takes the alone time
+    of the copy at its place there, paced (``Recurring._take``).
+
+    Why: learned from its first copies (the first buckets' ring steps, 32 of 840), a class's level
+    is one draw of the first buckets' chaos, and its timers replay that draw in every iteration
+    where the fabric redraws it: one DP ring fastest in every iteration, and the durations, which
+    run from the first rank to start to the last to end, carry the rings' spread.  On the 10-layer
+    proxy of the 128-GPU DDP fat-tree (``gen gpt --model gpt-13b --layers 10 --gpus 128 --tp 8 --pp 2
+    --microbatches 4 --iterations 4``, HPCC, spread 100%; 210 copies a class an iteration) the
+    kept code put iterations 2-4 +0.93 / +1.44 / +0.97% long, and +4.07 / +3.95 / +2.73% on the
+    same trace with one op 1 ns longer, where the fabric's own 1-ns draw moves them by at most
+    0.93%; learned from the whole first iteration, +0.31 / -0.05 / -0.37% and ... (DEVELOPERS.md,
+    "A ring's draw, frozen").  The cost is that iteration at about its full simulation's.  A
+    class of few copies an iteration (one bucket of a small model) is all cold start and is
+    learned as before (``_learn_from``, ``_after_cold_start``): on the 16-GPU colliding rings of
+    ``tests/test_recurring.py`` (14 copies a class an iteration) learning from the whole first
+    iteration put the third of three +1.48% long, where learned again from the second it is +0.31%;
+    on the 40-layer fat-tree a ring's second iteration differs from its first at their places by
+    its noise floor (11.6% per flow against 10.7%), on ``moe16`` (few copies) by twice it."""
+    its = np.unique(iteration)
+    if tolerance <= AGREE_TOLERANCE or len(its) < 2:
+        return np.zeros(len(samples), np.int64)
+    in_first = _in_first_iteration(cls, iteration, len(samples))
+    spans = np.minimum(TRUST_SAMPLES_WIDE, in_first) < SPLIT_COVER * in_first  # not split at the cold start
+    return np.where((samples < in_first) & spans, in_first, 0)
 
 
 def _after_cold_start(cls: np.ndarray, iteration: np.ndarray, counts: np.ndarray, trust: np.ndarray,
