@@ -312,10 +312,13 @@ class Recurring:
         if len(self.simulated) and engine.now >= self.next_place_scan:  # their places recur an iteration later
             self.next_place_scan = engine.now + SCAN_PLACES_NS
             self._simulated_places(engine)
-        if engine.now < self.next_scan or not (len(self.watch) or len(self.follow) or len(self.sends)):
+        # the second iteration's sends wait for their probes: in a run of two iterations they can
+        # be all that is left to read (nothing watched, followed, or sent to a later iteration)
+        cold = self.cold_sends is not None and bool(self.cold_sends.families)
+        if engine.now < self.next_scan or not (len(self.watch) or len(self.follow) or len(self.sends) or cold):
             return
         self.next_scan = engine.now + SCAN_NS
-        if self.cold_sends is not None and self.cold_sends.families:
+        if cold:
             self._cold_sends(engine, session)
         if len(self.sends):
             self._sends(engine, session)
