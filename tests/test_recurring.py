@@ -290,6 +290,22 @@ def test_a_class_spanning_its_first_iteration_is_learned_from_all_of_it():
         assert _whole_first(cls, iteration, samples, tolerance).tolist() == expected, (iterations, tolerance)
 
 
+def test_a_class_spanning_its_iteration_is_learned_whole_under_hpcc_only():
+    """``Recurring(cc=...)``: the rule of ``_whole_first`` holds under HPCC, where it was measured;
+    under DCQCN a class of 200 copies an iteration learns as before (from 32 copies, in turn): on
+    the 10-layer proxy of the 128-GPU DDP fat-tree the rule put three of the six later iterations
+    of two draws beyond the bound, where learned as before none are (``_whole_first``)."""
+    from wormhole_replay.memo.recurring import Recurring
+
+    n = 400
+    flows = _flows([(0, 1)] * n, [MB] * n, [i * 10**6 for i in range(n)])
+    iteration = np.repeat([0, 1], n // 2)
+    kw = dict(tolerance=1.0, iteration_of=iteration)
+    hpcc, dcqcn = Recurring(flows, np.zeros(n, np.int64), {}, **kw), Recurring(flows, np.zeros(n, np.int64), {}, cc="dcqcn", **kw)
+    assert hpcc.learn_only.tolist() == [0] and hpcc.trust.tolist() == [200] and hpcc.take_by_place.tolist() == [True]
+    assert dcqcn.learn_only.tolist() == [-1] and dcqcn.trust.tolist() == [32] and dcqcn.take_by_place.tolist() == [False]
+
+
 def test_rings_of_many_buckets_take_their_later_iterations_from_the_first_by_place(tmp_path):
     """The colliding rings with 6 layers and 0.5 MB buckets (14-168 copies a class an iteration),
     two iterations at a spread of 100%: the classes of 168 copies (``_whole_first``) have every

@@ -51,7 +51,8 @@ class Memoizer:
                                        ff.short_samples, shared_prefixes=self.shared_prefixes,
                                        on_learn=self._maybe_flush, spot_check=self.spot_check, episodes=whole,
                                        recurring=(lambda known: Recurring(flows, plan.sport, known, spot_check=self.spot_check,
-                                                                          tolerance=recurring, iteration_of=iteration_of))
+                                                                          tolerance=recurring, iteration_of=iteration_of,
+                                                                          cc=cfg.cc_name))
                                        if recurring else None)
             return self.session
 
