@@ -153,13 +153,17 @@ class Recurring:
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
-        self.trust = samples.copy() if not later.any() else _samples(counts, tolerance) if trust is None else \
-            np.full(len(counts), trust)  # per class
-        if later.any() and trust is None:  # the first part learns from as many copies as the whole class
-            steady = classes[:, 6] == 1  # did; the later part from at least one iteration of its copies, which
-            parent = np.zeros(len(counts), np.int64)  # its timers then take by place (at most TRUST_SAMPLES_WIDE)
+        # per class: how many simulated copies it is learned from
+        if not later.any():
+            self.trust = samples.copy()
+        elif trust is not None:
+            self.trust = np.full(len(counts), trust)
+        else:  # split: the first part learns from as many copies as the whole class did; the later part
+            steady = classes[:, 6] == 1  # from at least one iteration of its copies, which its timers then
+            parent = np.zeros(len(counts), np.int64)  # take by place (at most TRUST_SAMPLES_WIDE)
             parent[cls] = whole_cls
             most = _most_in_one_iteration(cls, iteration[network], len(counts))
+            self.trust = _samples(counts, tolerance)
             self.trust[steady] = np.minimum(np.maximum(self.trust[steady], most[steady]), TRUST_SAMPLES_WIDE)
             self.trust[~steady] = samples[parent[~steady]]
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
