@@ -306,6 +306,24 @@ def test_a_class_spanning_its_iteration_is_learned_whole_under_hpcc_only():
     assert dcqcn.learn_only.tolist() == [-1] and dcqcn.trust.tolist() == [32] and dcqcn.take_by_place.tolist() == [False]
 
 
+def test_a_class_learned_after_its_cold_start_is_learned_from_one_iteration_however_many_are_replayed():
+    """A class sampled whole in its first iteration (12 copies an iteration) learns from the second
+    iteration's copies alone, over 4 iterations as over 8, as the later part of a split class (40
+    an iteration: 32 samples in the first) does (at most 32): its samples, a quarter of the run's
+    copies, would be 24 over 8 iterations, the second iteration and half the third."""
+    from wormhole_replay.memo.recurring import Recurring
+
+    per_iteration = [12, 40]
+    for iterations in (4, 8):
+        pairs = [(0, 1)] * per_iteration[0] + [(2, 3)] * per_iteration[1]
+        n = len(pairs) * iterations
+        flows = _flows(pairs * iterations, [MB] * n, [i * 10**6 for i in range(n)])
+        r = Recurring(flows, np.zeros(n, np.int64), {}, tolerance=1.0, iteration_of=np.repeat(np.arange(iterations), len(pairs)))
+        # classes by key: (0, 1); (2, 3) first part; (2, 3) after the first iteration
+        assert r.trust.tolist() == [12, 32, 32] and r.learn_from.tolist() == [1, -1, 1], iterations
+        assert r.take_by_place.tolist() == [True, False, False], iterations
+
+
 def test_rings_of_many_buckets_take_their_later_iterations_from_the_first_by_place(tmp_path):
     """The colliding rings with 6 layers and 0.5 MB buckets (14-168 copies a class an iteration),
     two iterations at a spread of 100%: the classes of 168 copies (``_whole_first``) have every

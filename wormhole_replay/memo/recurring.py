@@ -153,18 +153,18 @@ class Recurring:
         self.known = known  # key digest -> MemoEntry (kind "recurring"), shared with the session
         self.sizes = flows.size
         order = np.lexsort((network, cls))  # by class, then flow id
+        most = _most_in_one_iteration(cls, iteration[network], len(counts))
         # per class: how many simulated copies it is learned from
         if not later.any():
             self.trust = samples.copy()
         elif trust is not None:
             self.trust = np.full(len(counts), trust)
         else:  # split: the first part learns from as many copies as the whole class did; the later part
-            steady = classes[:, 6] == 1  # from at least one iteration of its copies, which its timers then
-            parent = np.zeros(len(counts), np.int64)  # take by place (at most TRUST_SAMPLES_WIDE)
+            steady = classes[:, 6] == 1  # from one iteration of its copies, which its timers then take by
+            parent = np.zeros(len(counts), np.int64)  # place (at most TRUST_SAMPLES_WIDE)
             parent[cls] = whole_cls
-            most = _most_in_one_iteration(cls, iteration[network], len(counts))
             self.trust = _samples(counts, tolerance)
-            self.trust[steady] = np.minimum(np.maximum(self.trust[steady], most[steady]), TRUST_SAMPLES_WIDE)
+            self.trust[steady] = np.minimum(most[steady], TRUST_SAMPLES_WIDE)
             self.trust[~steady] = samples[parent[~steady]]
         self.members = np.split(network[order], np.cumsum(counts)[:-1])  # class -> its flows, by id
         self.class_of = np.full(len(flows), -1, dtype=np.int64)
@@ -189,6 +189,9 @@ class Recurring:
         whole = np.zeros(len(counts), bool)
         whole[cls] = (whole_first > 0)[whole_cls]
         self.learn_from = _learn_from(cls, iteration[network], self.trust, tolerance, whole)
+        if trust is None:  # ... from one iteration's copies, however many iterations are replayed
+            after = self.learn_from >= 0
+            self.trust[after] = np.minimum(self.trust[after], most[after])
         self.learn_only = np.where(whole, iteration[network].min(initial=0), -1)
         # per class: its later copies take the time of the sample at their place (``_take``), where its
         # samples are every copy of the iteration it learns from
@@ -750,7 +753,12 @@ def _learn_from(cls: np.ndarray, iteration: np.ndarray, trust: np.ndarray, toler
     and is learned again after it (``_after_cold_start``).  (``iteration`` is the replay's (job,
     iteration) index: with several jobs the first is the first job's; another job's classes, on
     other hosts, learn as before.)  Not the classes learned from their whole first iteration
-    because their copies span it (``whole``, ``_whole_first``)."""
+    because their copies span it (``whole``, ``_whole_first``).
+
+    Such a class is learned from one iteration's copies (``Recurring.__init__``), as the later part
+    of a split class is (``_after_cold_start``), however many iterations are replayed: its
+    samples, a quarter of the run's copies (``_samples``), are more than an iteration's from 5
+    iterations on, and on ``moe16`` over 8 iterations they made the third iteration a sample too."""
     out = np.full(len(trust), -1, np.int64)
     cold = _in_cold_start(cls, iteration, len(trust), tolerance)
     if cold is not None:
