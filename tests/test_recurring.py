@@ -475,6 +475,89 @@ def test_a_filled_database_replays_a_cold_start_as_it_was_simulated(tmp_path, mo
                                                    memo_recurring=0.3))
 
 
+class _Finished:
+    """A stub engine at a run's end (or at a class's refutation): copy k started at k ms and was
+    received 500 + k ns later; ``timers`` are timers to their end, ``thawed`` were timers made packet
+    flows part of the way (``_to_packets``), ``done`` the copies finished."""
+
+    def __init__(self, n, timers=(), thawed=(), done=None):
+        self.n, self.timer, self.thawed = n, set(timers), set(thawed)
+        self.done = set(range(n)) if done is None else set(done)
+
+    def finished(self, at):
+        return np.isin(np.asarray(at, np.int64), list(self.done))
+
+    def timers(self, at):
+        return np.isin(np.asarray(at, np.int64), list(self.timer))
+
+    def forwarded(self, at):
+        return np.where(np.isin(np.asarray(at, np.int64), list(self.thawed)), MB // 2, 0)
+
+    def flow_times(self, at):
+        at = np.asarray(at, np.int64)
+        start = at * 10**6
+        return start, start + 500 + at, start + 600 + at
+
+
+class _Learned:
+    def __init__(self):
+        self.stored = {}
+
+    def learn_recurring(self, key, digest, value):
+        self.stored[digest] = value
+
+
+def test_a_refuted_class_is_placed_at_every_copy_it_simulated_while_learned():
+    """``Recurring._done_unsampled``: a class refuted at a wide spread is placed at its sampled
+    copies and at those that finished, simulated from their start, while it was learned without
+    being read as samples (after its last sample, or while the classes waited for the gain): on
+    the 128-GPU MoE a later run on the database found no time at 181 such places of its first
+    iteration and simulated them as foreign flows, which made a placed 16 MB copy on the critical
+    path a packet flow part of the way and ended the iteration 2.2% short.  Copies 0-4 are the
+    samples, 5-9 finished besides (7 a timer to its end, 8 thawed half-way), 10-19 not yet; in
+    two iterations of 10 the earliest copy at a place gives it, and a class learned after its cold
+    start (``_learn_from``) takes none of the cold start's."""
+    from wormhole_replay.memo.recurring import Recurring
+
+    flows = _flows([(0, 1)] * 20, [MB] * 20, [i * 10**6 for i in range(20)])
+    engine = _Finished(20, timers=[7], thawed=[8], done=range(10))
+    r = Recurring(flows, np.zeros(20, np.int64), {}, tolerance=1.0)
+    r.sampled[0] = [0, 1, 2, 3, 4]
+    assert r._done_unsampled(engine, 0) == {5: (505, 605), 6: (506, 606), 9: (509, 609)}
+    two = np.repeat([0, 1], 10)  # copy k at place k % 10
+    engine = _Finished(20, done=[5, 6, 15, 16, 17])
+    r = Recurring(flows, np.zeros(20, np.int64), {}, tolerance=1.0, iteration_of=two)
+    r.sampled[0] = [0, 1, 2, 3, 4]
+    assert r._done_unsampled(engine, 0) == {5: (505, 605), 6: (506, 606), 7: (517, 617)}
+    r.learn_from[0] = 1
+    assert r._done_unsampled(engine, 0) == {5: (515, 615), 6: (516, 616), 7: (517, 617)}
+
+
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_a_class_of_one_iteration_is_stored_by_place_as_it_ran(iterations):
+    """``Recurring.finish``: a trusted class's copies simulated from their start are stored by
+    place for a later run to replay; where each place has one copy (``one_at_a_place``: a split
+    class's first iteration, a run of one iteration) so are those simulated part of the way (a
+    timer made a packet flow beside a foreign flow), which a later run otherwise ran as timers at
+    their alone pace (on the 128-GPU MoE, 21 such copies a third longer than the first run gave
+    them).  Across iterations a thawed copy is not stored: the copies at its place in later
+    iterations ran as timers, not at its time.  Copies 0-4 are the samples, 5-14 timers to their
+    end, 15 thawed, 16-19 simulated from their start (due beside a foreign flow)."""
+    from wormhole_replay.memo.recurring import Recurring
+
+    flows = _flows([(0, 1)] * 20, [MB] * 20, [i * 10**6 for i in range(20)])
+    its = np.repeat(np.arange(iterations), 20 // iterations)
+    r = Recurring(flows, np.zeros(20, np.int64), {}, tolerance=1.0, iteration_of=its)
+    r.trusted, r.sampled, r.gains = {0}, {0: [0, 1, 2, 3, 4]}, {0: 1.0}
+    session = _Learned()
+    r.finish(_Finished(20, timers=range(5, 15), thawed=[15]), session)
+    stored = session.stored[r.simulated_digests[0]]
+    copies = [0, 1, 2, 3, 4, 15, 16, 17, 18, 19] if iterations == 1 else [0, 1, 2, 3, 4, 16, 17, 18, 19]
+    assert r.one_at_a_place(0) == (iterations == 1)
+    assert stored["places"] == sorted(int(r.place[k]) for k in copies)
+    assert sorted(stored["rx_ns"]) == [500 + k for k in copies]
+
+
 def test_copies_agree_within_one_percent_of_the_fastest():
     assert agree([(1000, 1010), (1005, 1015), (1009, 1019)])
     assert not agree([(1000, 1010), (1011, 1012)])  # received 1.1% later

@@ -379,8 +379,9 @@ class Recurring:
                 self._take(engine, session, c)
             else:
                 self._refute(engine, c, SMALL_GROUP if self.first_part[c] in self.trusted else 0)
-                if self.by_place:  # its sampled copies' times, each at its place
-                    self._place(engine, session, c, {int(self.place[f]): (r, x) for f, r, x in zip(self.sampled[c], rx, fct)})
+                if self.by_place:  # its sampled copies' times, each at its place, and its other copies done by now
+                    times = {int(self.place[f]): (r, x) for f, r, x in zip(self.sampled[c], rx, fct)}
+                    self._place(engine, session, c, {**self._done_unsampled(engine, c), **times})
         if newly:
             self.watch = self.watch[~np.isin(self.class_of[self.watch], list(self.trusted | self.refuted))]
 
@@ -460,6 +461,42 @@ class Recurring:
                                                                         check=entry is not None, gain=AS_SIMULATED)
         if first:  # its other copies are followed until they finish (``_finished_places``)
             self.follow = np.concatenate([self.follow, members[~engine.finished(members) & ~engine.timers(members)]])
+
+    def one_at_a_place(self, c: int) -> bool:
+        """Class c's copies are all of one iteration (a split class's first part, ``_after_cold_start``,
+        or any class of a run of one iteration), so each of its places has one copy.  Its copies
+        simulated part of the way (a timer made a packet flow by a foreign flow beside it) are
+        then stored by place too, as they ran, for a later run to replay (``start``): a later copy
+        at such a place would take a time the first run did not give it (``_simulated_places``
+        takes only copies simulated from their start), but here there is none.  Left out, a
+        later run on the database ran them as timers at their alone pace, where a foreign flow
+        had held them back: on the 128-GPU MoE cut to 2 layers over 3 iterations (HPCC, spread
+        100%) 21 such copies of the first iteration took a third longer on the filled database
+        (DEVELOPERS.md, "A filled database replays the first run")."""
+        return len(np.unique(self.iteration[self.members[c]])) == 1
+
+    def _done_unsampled(self, engine, c: int) -> dict:
+        """Class c's copies that finished while it was learned, simulated from their start, but were
+        not read as samples (they finished after its last sample, or while the classes waited for
+        the gain to be fitted), in the iterations it learns from: place -> (rx_ns, fct_ns), the
+        earliest iteration's at each place.  Refuted, its places are its sampled copies' and those
+        of the copies followed from then on (``_finished_places``): without these, a later run on
+        the database found no time at their places and simulated them as foreign flows, which
+        made the timers beside them packet flows part of the way (``_to_packets``).  On the 128-GPU
+        MoE cut to 2 layers over 3 iterations (HPCC, spread 100%) 181 such copies of 16 MB were
+        the foreign flows of the filled database's first iteration: one thawed a placed 16 MB copy
+        on the iteration's critical path, which then took 16.9 ms where the first run took 24.3 ms,
+        and the iteration ended 2.2% short of the first run's (DEVELOPERS.md, "A filled database
+        replays the first run")."""
+        m = self.members[c]
+        m = _from_start(engine, m[engine.finished(m) & ~np.isin(m, self.sampled[c])])
+        if self.learn_from[c] >= 0:
+            m = m[self.iteration[m] >= self.learn_from[c]]
+        if self.learn_only[c] >= 0:
+            m = m[self.iteration[m] == self.learn_only[c]]
+        m = m[np.lexsort((m, self.iteration[m]))[::-1]]  # the earliest iteration's last, to win the dict
+        start, rx, fin = engine.flow_times(m)
+        return {int(p): (int(r - s), int(e - s)) for p, s, r, e in zip(self.place[m], start, rx, fin)}
 
     def _first_places(self, engine, session, c: int) -> None:
         """Refuted class c, learned after its first iteration (``_learn_from``): its first
@@ -673,8 +710,10 @@ class Recurring:
                                          "fct_ns": times[keep, 1].tolist(), "aside": True})
         cold = {c for c in self.refuted - set(self.placed_from) if self.learn_from[c] >= 0}  # (``_first_places``)
         for c in sorted(self.trusted & set(self.sampled) | cold) if self.by_place else []:  # learned here: ...
-            m = self.members[c]  # ... its copies simulated from their start, by place (the first at each)
-            m = _from_start(engine, m[engine.finished(m)])
+            m = self.members[c]  # ... its copies simulated from their start, by place (the first at each), ...
+            done = m[engine.finished(m) & ~engine.timers(m)]
+            # ... or part of the way, where each place has one copy (``one_at_a_place``)
+            m = done if self.one_at_a_place(c) else _from_start(engine, done)
             if c in cold:  # the first iteration's alone
                 m = m[self.iteration[m] < self.learn_from[c]]
             m = m[np.lexsort((self.iteration[m], self.place[m]))]
