@@ -481,7 +481,7 @@ class _Finished:
     flows part of the way (``_to_packets``), ``done`` the copies finished."""
 
     def __init__(self, n, timers=(), thawed=(), done=None):
-        self.n, self.timer, self.thawed = n, set(timers), set(thawed)
+        self.timer, self.thawed = set(timers), set(thawed)
         self.done = set(range(n)) if done is None else set(done)
 
     def finished(self, at):

@@ -494,9 +494,14 @@ class Recurring:
             m = m[self.iteration[m] >= self.learn_from[c]]
         if self.learn_only[c] >= 0:
             m = m[self.iteration[m] == self.learn_only[c]]
-        m = m[np.lexsort((m, self.iteration[m]))[::-1]]  # the earliest iteration's last, to win the dict
-        start, rx, fin = engine.flow_times(m)
-        return {int(p): (int(r - s), int(e - s)) for p, s, r, e in zip(self.place[m], start, rx, fin)}
+        places, first = self._first_at_each_place(m)
+        return _by_place(_as_simulated(engine, first, places))
+
+    def _first_at_each_place(self, copies: np.ndarray):
+        """The places of ``copies``, and at each its copy of the earliest iteration (of the lowest id)."""
+        copies = copies[np.lexsort((copies, self.iteration[copies], self.place[copies]))]
+        places, first = np.unique(self.place[copies], return_index=True)
+        return places, copies[first]
 
     def _first_places(self, engine, session, c: int) -> None:
         """Refuted class c, learned after its first iteration (``_learn_from``): its first
@@ -716,11 +721,10 @@ class Recurring:
             m = done if self.one_at_a_place(c) else _from_start(engine, done)
             if c in cold:  # the first iteration's alone
                 m = m[self.iteration[m] < self.learn_from[c]]
-            m = m[np.lexsort((self.iteration[m], self.place[m]))]
-            places, first = np.unique(self.place[m], return_index=True)
+            places, first = self._first_at_each_place(m)
             if len(places):
                 session.learn_recurring(self.simulated_keys[c], self.simulated_digests[c],
-                                        {**_as_simulated(engine, m[first], places), "gain": self.gains[c]})
+                                        {**_as_simulated(engine, first, places), "gain": self.gains[c]})
         if self.taken:
             taken = np.concatenate(self.taken)
             self.counters["memo_recurring_met_live"] = int((~engine.timers(taken)).sum())
