@@ -605,13 +605,19 @@ def _spent_row(n, ns):
     return row
 
 
+def _showing(gain):
+    """Three copies of one class, 100 ns alone, that ran alone, beside one and beside two flows for
+    their whole life, where n flows on a link together get ``gain`` times what one gets alone."""
+    return np.array([_spent_row(1, 100), _spent_row(2, 100 * 2 / gain), _spent_row(3, 100 * 3 / gain)])
+
+
 def test_the_pace_gain_is_the_one_a_runs_copies_agree_under():
     """``fit_gain``: copies of one class, 100 ns alone, that ran alone, beside one flow or beside two
     for their whole life, where n flows on a link together get 1.12 times what one gets alone (so
     they took 100 / (1.12 / n) ns), agree best at 1.12; copies that all met the same flows say
     nothing, and the gain stays 1 (equal shares)."""
 
-    mixed = np.array([_spent_row(1, 100), _spent_row(2, 100 * 2 / 1.12), _spent_row(3, 100 * 3 / 1.12)])
+    mixed = _showing(1.12)
     same = np.array([_spent_row(2, 180), _spent_row(2, 190)])
     assert fit_gain([mixed, same]) == 1.12
     assert fit_gain([same]) == fit_gain([]) == 1.0
@@ -629,17 +635,14 @@ def test_the_pace_gain_is_kept_once_the_classes_show_one():
     ``moe16``'s backward classes were paced at 1.3 and its iteration came out 1.10% long)."""
     from wormhole_replay.memo.recurring import Recurring
 
-    def shows(gain):
-        return np.array([_spent_row(1, 100), _spent_row(2, 100 * 2 / gain), _spent_row(3, 100 * 3 / gain)])
-
     r = Recurring(_flows([(0, 1)] * 8, [MB] * 8, [0] * 8), np.zeros(8, np.int64), {})
     r.spent = {0: np.array([_spent_row(1, 100), _spent_row(1, 160)])}
     r._fit_gain()
     assert (r.gain, r.gain_fitted) == (1.0, False)
-    r.spent[1] = shows(1.12)
+    r.spent[1] = _showing(1.12)
     r._fit_gain()
     assert (r.gain, r.gain_fitted) == (1.12, True)
-    r.spent[2] = r.spent[3] = r.spent[4] = shows(1.3)
+    r.spent[2] = r.spent[3] = r.spent[4] = _showing(1.3)
     assert fit_gain(list(r.spent.values())) > 1.2  # fitted again, the later classes would move it
     r._fit_gain()
     assert r.gain == 1.12
