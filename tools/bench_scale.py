@@ -372,8 +372,8 @@ def main() -> int:
     a.cache.mkdir(parents=True, exist_ok=True)
     rows = []
     cols = ("workload", "topology", "cc", "full_s", "wormhole_s", "speedup", "events_avoided", "fct_mean", "fct_p99",
-            "mean_fct", "iteration", "rank_end", "noise_fct_mean", "noise_fct_p99", "noise_iteration", "noise_rank_end",
-            "wormhole_rss_mb", "verdict")
+            "mean_fct", "iteration", "rank_end", "noise_fct_mean", "noise_fct_p99", "noise_mean_fct", "noise_iteration",
+            "noise_rank_end", "wormhole_rss_mb", "verdict")  # noise_mean_fct: shown, not judged (the 1% always)
     print(" ".join(f"{c:>14}" for c in cols))
     for name in a.only or WORKLOADS:
         for topo in WORKLOADS[name][1]:
