@@ -62,10 +62,11 @@ first iteration's copies (no timer there), each later copy taking the alone time
 its place there (``_whole_first``): learned from its first 32 copies, a class's level is one draw
 of its first buckets' chaos, which its timers would replay in every iteration.
 
-Under DCQCN a class learned in the run takes no copy of the run's first iteration
-(``TIMERS_FIRST_CCS``, ``_take``): there its neighbours are packet flows (classes being learned,
-refuted ones), and a paced timer among DCQCN's packet flows misplaces their time (two DCQCN flows on
-a link take 2.7 times one's time alone, not the two an equal share gives).  On ``moe16`` (one
+Under DCQCN a class learned in the run whose samples shared a link (``_shared``; not a ring alone
+on its rail) takes no copy of the run's first iteration (``TIMERS_FIRST_CCS``, ``_take``): there its
+neighbours are packet flows (classes being learned, refuted ones), and a paced timer among DCQCN's
+packet flows misplaces their time (two DCQCN flows on a link take 2.7 times one's time alone, not
+the two an equal share gives).  On ``moe16`` (one
 iteration) its timers put the backward all-to-alls simulated beside them long: mean FCT +1.51%, per
 flow 29.38% / 238.70% beyond the four-draw floor (28.77% / 234.40%); simulated, 27.91% / 219.24%.
 Its first iteration's copies give their places' times to the later iterations' (as a refuted
@@ -199,6 +200,7 @@ class Recurring:
         self.iteration = iteration
         # the run's first iteration, where a class learned in the run takes no copy under DCQCN (``_take``)
         self.held_back = -1 if cc in TIMERS_FIRST_CCS else int(iteration[network].min(initial=0))
+        self.held: set = set()  # the classes that took no copy of it (those whose samples shared a link)
         # per class, the first iteration whose copies it is learned from (-1: any; ``_learn_from``), and the
         # one whose copies alone it is learned from (-1: not one; ``_whole_first``)
         whole = np.zeros(len(counts), bool)
@@ -648,17 +650,21 @@ class Recurring:
     def _take(self, engine, session, c: int, digest: str | None = None) -> None:
         """Class c is trusted (from the memo's entry ``digest``, or learned in this run): its copies
         not started yet become timers of its simulated copies' durations, in turn; learned in this
-        run under DCQCN, not those of the run's first iteration (``held_back``, ``TIMERS_FIRST_CCS``)."""
+        run under DCQCN with samples that shared a link, not those of the run's first iteration
+        (``held_back``, ``TIMERS_FIRST_CCS``)."""
         self.trusted.add(c)
         self.counters["memo_recurring_trusted"] += 1
         members = self.members[c]
-        taking = members if digest is not None else members[self.iteration[members] != self.held_back]
+        held = digest is None and self._shared(c)  # its timers would meet DCQCN's packet flows (``held_back``)
+        if held and self.held_back >= 0:
+            self.held.add(c)
+        taking = members[self.iteration[members] != self.held_back] if held else members
         waiting = taking[~engine.started(taking)]
         if self.by_place and self.later_iterations:  # its copies simulated after all give their places' times
             # (and, under DCQCN, those of its first iteration, which it took none of, where that is
             # not a cold start it learns after: ``_learn_from``)
-            held = (self.iteration[members] == self.held_back) & (self.learn_from[c] < 0)
-            has_next = members[(self.next_at_place[members] >= 0) & (~engine.finished(members) | held)]
+            given = (self.iteration[members] == self.held_back) & held & (self.learn_from[c] < 0)
+            has_next = members[(self.next_at_place[members] >= 0) & (~engine.finished(members) | given)]
             self.simulated = np.concatenate([self.simulated, has_next])
         if not len(waiting):
             return
@@ -670,6 +676,12 @@ class Recurring:
                              np.int64).reshape(-1, 2)
         times = np.stack([alone[:, 0], alone[:, 0] + alone[:, 1]], axis=1)
         self._make_timers(engine, session, c, waiting, times, digest)
+
+    def _shared(self, c: int) -> bool:
+        """Whether class c's sampled copies spent any time beside another flow's data on their
+        busiest port (``spent_beside``): a class alone on its path (a ring on a rail) has no packet
+        flow beside its timers to misplace, under DCQCN as under HPCC."""
+        return c in self.spent and bool(self.spent[c][:, 1:].any())
 
     def _aside(self, engine, session, c: int) -> None:
         """Small class c (``small``: a pipeline send), at a wide spread: where the memo holds its
@@ -754,7 +766,7 @@ class Recurring:
             done = m[engine.finished(m) & ~engine.timers(m)]
             # ... or part of the way, where each place has one copy (``one_at_a_place``); a first
             # iteration it took no copy of (``_take``) as it ran, steady-state jumps included
-            held = self.iteration[done] == self.held_back
+            held = (self.iteration[done] == self.held_back) & (c in self.held)
             m = done if self.one_at_a_place(c) else np.union1d(done[held], _from_start(engine, done[~held]))
             if c in cold:  # the first iteration's alone
                 m = m[self.iteration[m] < self.learn_from[c]]
