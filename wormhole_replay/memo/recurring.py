@@ -66,14 +66,14 @@ Under DCQCN a class learned in the run whose samples shared a link (``_shared``;
 on its rail) takes no copy of the run's first iteration (``TIMERS_FIRST_CCS``, ``_take``): there its
 neighbours are packet flows (classes being learned, refuted ones), and a paced timer among DCQCN's
 packet flows misplaces their time (two DCQCN flows on a link take 2.7 times one's time alone, not
-the two an equal share gives).  On ``moe16`` (one
-iteration) its timers put the backward all-to-alls simulated beside them long: mean FCT +1.51%, per
-flow 29.38% / 238.70% beyond the four-draw floor (28.77% / 234.40%); simulated, 27.91% / 219.24%.
-Its first iteration's copies give their places' times to the later iterations' (as a refuted
-class's do): among timers DCQCN's paced model is no better (``moe16`` over two iterations, the
+the two an equal share gives).  On ``moe16`` (one iteration) its timers put the backward
+all-to-alls simulated beside them long: mean FCT +1.51%, per flow 29.38% / 238.70%, beyond the
+four-draw floor (28.77% / 234.40%); held back, -0.75%, 27.33% / 207.15%.  Its first iteration's
+copies give their places' times to the later iterations' (as a refuted class's do): among timers
+DCQCN's paced model is no better (``moe16`` over two iterations with every class held back, the
 second paced: mean FCT -1.41%, per flow 34.36% / 339.8%; by place +0.13%, 30.95% / 260.8%; its
 1-ns floor +1.59%, 31.63% / 242.8%), and a later run takes the first iteration's copies at the
-times this one simulated them (``finish``).
+times this one simulated them (``finish``; DEVELOPERS.md, "DCQCN's first iteration simulated").
 
 A class too small to learn (``learnable``: a few copies an iteration, a pipeline send) is
 simulated, and at a spread wider than the default stored by copy (its ordinal in the run); a later
@@ -655,8 +655,8 @@ class Recurring:
         self.trusted.add(c)
         self.counters["memo_recurring_trusted"] += 1
         members = self.members[c]
-        held = digest is None and self._shared(c)  # its timers would meet DCQCN's packet flows (``held_back``)
-        if held and self.held_back >= 0:
+        held = digest is None and self.held_back >= 0 and self._shared(c)  # its timers would meet DCQCN's packet flows
+        if held:
             self.held.add(c)
         taking = members[self.iteration[members] != self.held_back] if held else members
         waiting = taking[~engine.started(taking)]
